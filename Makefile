@@ -1,0 +1,83 @@
+# inferops.llm developer commands. `make test` is what CI runs (.ci/run); `make plan` is the
+# first thing a user runs. Everything installs what it needs into .venv (see tests/requirements-dev.txt).
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# ansible-core 2.20+ needs Python >= 3.12 on the controller; Debian 12 ships 3.11, so take the first
+# 3.12/3.13 found (PATH, then pyenv's versions).
+PYTHON ?= $(firstword $(shell command -v python3.12 python3.13 2>/dev/null) \
+            $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 $(HOME)/.pyenv/versions/3.13*/bin/python3.13))
+VENV ?= $(CURDIR)/.venv
+BIN := $(VENV)/bin
+BUILD := $(CURDIR)/build
+# The collection as Ansible and Python import it: build/collections/ansible_collections/inferops/llm.
+COLLECTIONS := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/inferops/llm
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+ARTIFACT := $(BUILD)/inferops-llm-$(VERSION).tar.gz
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+IMAGES ?= debian12 debian13
+
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_INJECT_FACT_VARS := false
+export PATH := $(BIN):$(PATH)
+export NO_COLOR := 1
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: tests/requirements-dev.txt
+	@test -n "$(PYTHON)" || { echo "Python 3.12 or 3.13 is required (set PYTHON=...)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r tests/requirements-dev.txt
+	touch $@
+
+.PHONY: venv
+venv: $(BIN)/.installed $(COLLECTION_LINK) ## create or update the pinned toolchain in .venv
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn $(CURDIR) $@
+
+.PHONY: lint
+lint: venv ## ruff, yamllint and ansible-lint (production profile)
+	ruff check .
+	ruff format --check .
+	ansible-lint
+
+.PHONY: sanity
+sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collections/inferops/llm
+	rm -rf $(BUILD)/sanity && mkdir -p $(BUILD)/sanity/ansible_collections/inferops/llm
+	git ls-files -z --cached --others --exclude-standard | \
+	  rsync -a --from0 --files-from=- ./ $(BUILD)/sanity/ansible_collections/inferops/llm/
+	cd $(BUILD)/sanity/ansible_collections/inferops/llm && \
+	  ansible-test sanity --venv --python 3.12 --color no $(SANITY_ARGS)
+
+.PHONY: units
+units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
+	PYTHONPATH=$(COLLECTIONS) pytest -q tests/unit $(PYTEST_ARGS)
+
+.PHONY: build
+build: venv ## build the collection artifact and run the Galaxy import checks on it
+	rm -f $(ARTIFACT)
+	ansible-galaxy collection build --force --output-path $(BUILD) .
+	tests/bin/galaxy-import $(ARTIFACT)
+
+.PHONY: images
+images: venv ## build the systemd Debian images Molecule boots (reused while their recipe is unchanged)
+	tests/bin/docker-up
+	tests/images/build.sh $(IMAGES)
+
+.PHONY: molecule
+molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
+	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s || exit 1; done
+
+.PHONY: test
+test: ## everything CI runs, with a timing summary per stage
+	tests/bin/run-stages venv lint sanity units build molecule
+
+.PHONY: clean
+clean: ## remove build outputs (keeps .venv and the Docker images)
+	rm -rf $(BUILD) tests/output
