@@ -49,10 +49,16 @@ lint: venv ## ruff, yamllint and ansible-lint (production profile)
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collections/inferops/llm
+	tests/bin/apt-ensure shellcheck:shellcheck
+	tests/bin/ansible-test-pip-bootstrap
 	rm -rf $(BUILD)/sanity && mkdir -p $(BUILD)/sanity/ansible_collections/inferops/llm
 	git ls-files -z --cached --others --exclude-standard | \
-	  rsync -a --from0 --files-from=- ./ $(BUILD)/sanity/ansible_collections/inferops/llm/
+	  tar --null --files-from=- --ignore-failed-read -cf - 2>/dev/null | \
+	  tar -xf - -C $(BUILD)/sanity/ansible_collections/inferops/llm
+	# The copy is its own git repository: ansible-test lists files through git, and build/ is
+	# ignored by the checkout's.
 	cd $(BUILD)/sanity/ansible_collections/inferops/llm && \
+	  git init -q && git add -A && \
 	  ansible-test sanity --venv --python 3.12 --color no $(SANITY_ARGS)
 
 .PHONY: units
@@ -63,12 +69,14 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 build: venv ## build the collection artifact and run the Galaxy import checks on it
 	rm -f $(ARTIFACT)
 	ansible-galaxy collection build --force --output-path $(BUILD) .
-	tests/bin/galaxy-import $(ARTIFACT)
+	cd $(BUILD) && $(CURDIR)/tests/bin/galaxy-import $(ARTIFACT)
 
 .PHONY: images
 images: venv ## build the systemd Debian images Molecule boots (reused while their recipe is unchanged)
 	tests/bin/docker-up
-	tests/images/build.sh $(IMAGES)
+	tests/bin/apt-ensure mmdebstrap:mmdebstrap
+	$(if $(filter undefined,$(origin IMAGE_EXTRA_CA_BUNDLE)),,IMAGE_EXTRA_CA_BUNDLE='$(IMAGE_EXTRA_CA_BUNDLE)') \
+	  tests/images/build.sh $(IMAGES)
 
 .PHONY: molecule
 molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
