@@ -42,10 +42,11 @@ $(COLLECTION_LINK):
 	ln -sfn $(CURDIR) $@
 
 .PHONY: lint
-lint: venv ## ruff, yamllint and ansible-lint (production profile)
+lint: venv ## ruff, ansible-lint (production profile, yamllint included) and the changelog fragments
 	ruff check .
 	ruff format --check .
 	ansible-lint
+	antsibull-changelog lint
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collections/inferops/llm
