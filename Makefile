@@ -16,6 +16,8 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/inferops/llm
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT := $(BUILD)/inferops-llm-$(VERSION).tar.gz
+# Older ansible-core releases the collection supports (requires_ansible >=2.19); the toolchain pins 2.21.
+COMPAT_CORES ?= 2.19.14 2.20.10
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 IMAGES ?= debian12 debian13
 
@@ -66,6 +68,17 @@ sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collection
 units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 	PYTHONPATH=$(COLLECTIONS) pytest -q tests/unit $(PYTEST_ARGS)
 
+.PHONY: compat
+compat: venv ## unit tests again under each older supported ansible-core (COMPAT_CORES)
+	@for core in $(COMPAT_CORES); do \
+	  env=$(VENV)-core-$$core; \
+	  test -x $$env/bin/ansible-playbook || { $(PYTHON) -m venv $$env && \
+	    $$env/bin/pip install --quiet --disable-pip-version-check ansible-core==$$core \
+	      $$(grep -E '^(pytest|pyyaml|jmespath)==' tests/requirements-dev.txt); }; \
+	  echo "== unit tests with ansible-core $$core"; \
+	  PATH=$$env/bin:$$PATH PYTHONPATH=$(COLLECTIONS) $$env/bin/pytest -q tests/unit $(PYTEST_ARGS) || exit 1; \
+	done
+
 .PHONY: build
 build: venv ## build the collection artifact and run the Galaxy import checks on it
 	rm -f $(ARTIFACT)
@@ -85,7 +98,7 @@ molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
 
 .PHONY: test
 test: ## everything CI runs, with a timing summary per stage
-	tests/bin/run-stages venv lint sanity units build molecule
+	tests/bin/run-stages venv lint sanity units compat build molecule
 
 .PHONY: clean
 clean: ## remove build outputs (keeps .venv and the Docker images)
