@@ -1,0 +1,681 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Tensor/pipeline/data/expert parallel layout for vLLM (and the GPU set for Ollama).
+
+Pure functions over plain data: the GPU list and ``nvidia-smi topo -m`` matrix as parsed by
+``gpu_topology``, the model's parallelism-relevant dimensions, and a memory-fit callable supplied by
+the vLLM budget code (so the memory maths stays in one place).
+
+Rules and their sources are listed in docs/checks.md#tensor-parallel-divisibility and in the
+research notes (topology/notes.md section 2): vLLM's head/KV-head divisibility, the FP8 block rule
+for MoE, custom all-reduce limits, NCCL's PCIe bandwidth model, and the vLLM parallelism guide.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+MIB = 1024 * 1024
+
+# GPU-to-GPU link classes of `nvidia-smi topo -m`, best first. Legacy drivers print SOC for SYS.
+LINK_RANK = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
+# Worst link class a tensor-parallel group may span: a SYS hop crosses the socket interconnect.
+TP_WORST_LINK = LINK_RANK["NODE"]
+# NCCL's PCIe model (topo.cc): GB/s = lanes * per-lane speed / 80, speed in 100 Mb/s units per generation.
+_PCIE_LANE_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
+# A TP all-reduce runs at the pace of the slowest link: below Gen4 x8 (= Gen3 x16, 12 GB/s in NCCL's
+# model) a GPU is a narrow/chipset link and is kept out of PCIe TP groups (club-3090 PCIE_P2P.md 3a).
+MIN_TP_PCIE_GBPS = 12.0
+# Block-quantized FP8 weights must split into whole 128-wide blocks per rank (vLLM fp8_utils.py).
+FP8_BLOCK = 128
+# Custom all-reduce world sizes (vLLM custom_all_reduce.py _SUPPORTED_WORLD_SIZES).
+CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
+
+
+# GeForce model numbers (RTX 2060 ... 5090) when a declared name omits "GeForce".
+_CONSUMER_MODEL = re.compile(r"\bRTX [2-5]0[5-9]0\b")
+
+
+class LayoutError(ValueError):
+    """Input that cannot describe a layout (names the variable to fix)."""
+
+
+@dataclass(frozen=True)
+class ParallelDims:
+    """The model dimensions that constrain tensor/pipeline/expert parallelism."""
+
+    num_attention_heads: int
+    num_key_value_heads: int
+    num_hidden_layers: int
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    moe_intermediate_size: int = 0
+    num_experts: int = 0
+    fp8_block_n: int = 0  # 0 unless the checkpoint is block-quantized FP8 (weight_block_size)
+    supports_pp: bool = True
+
+    @classmethod
+    def from_model(cls, model: Any) -> ParallelDims:
+        """From a ModelArchitecture (model_arch.py), its ``to_dict()``, or a mapping of these field names."""
+        data = model.to_dict() if hasattr(model, "to_dict") else dict(model)
+
+        def number(*names: str) -> int:
+            for name in names:
+                if data.get(name) is not None:
+                    return int(data[name])
+            return 0
+
+        heads = number("num_attention_heads")
+        if heads <= 0:
+            raise LayoutError("the model architecture has no num_attention_heads; set inferops_model.config")
+        quant = data.get("quantization") or {}
+        block = quant.get("weight_block_size") if isinstance(quant, Mapping) else None
+        fp8_block_n = number("fp8_block_n")
+        if not fp8_block_n and block and str(quant.get("scheme", "")).startswith("fp8"):
+            fp8_block_n = int(block[0])
+        return cls(
+            num_attention_heads=heads,
+            num_key_value_heads=number("num_kv_heads", "num_key_value_heads") or heads,
+            num_hidden_layers=number("num_layers", "num_hidden_layers") or 1,
+            linear_num_key_heads=number("linear_num_key_heads"),
+            linear_num_value_heads=number("linear_num_value_heads"),
+            moe_intermediate_size=number("moe_intermediate_size"),
+            num_experts=number("num_experts"),
+            fp8_block_n=fp8_block_n,
+            supports_pp=bool(data.get("supports_pp", True)),
+        )
+
+
+def tensor_parallel_problems(dims: ParallelDims, tp: int, expert_parallel: bool = False) -> List[str]:
+    """Why vLLM would refuse this tensor-parallel size for the model (empty list: it accepts it)."""
+    problems = []
+    if tp < 1:
+        return [f"tensor parallel size must be >= 1, got {tp}"]
+    if dims.num_attention_heads % tp:
+        problems.append(f"{dims.num_attention_heads} attention heads are not divisible by {tp}")
+    kv = dims.num_key_value_heads
+    if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
+        problems.append(f"{tp} neither divides the {kv} KV heads nor is a multiple of them")
+    for name, heads in (("key", dims.linear_num_key_heads), ("value", dims.linear_num_value_heads)):
+        if heads and heads % tp:
+            problems.append(f"{heads} Gated-DeltaNet {name} heads are not divisible by {tp}")
+    if fp8_block_split_fails(dims, tp) and not expert_parallel:
+        problems.append(
+            f"block-FP8 expert width {dims.moe_intermediate_size}/{tp} = "
+            f"{dims.moe_intermediate_size / tp:g} is not a multiple of {dims.fp8_block_n}"
+        )
+    return problems
+
+
+def fp8_block_split_fails(dims: ParallelDims, tp: int) -> bool:
+    """Block-FP8 MoE experts whose per-rank width is not whole blocks (needs expert parallel)."""
+    if not (dims.fp8_block_n and dims.num_experts and dims.moe_intermediate_size):
+        return False
+    return dims.moe_intermediate_size % tp != 0 or (dims.moe_intermediate_size // tp) % dims.fp8_block_n != 0
+
+
+def pipeline_parallel_problems(dims: ParallelDims, pp: int) -> List[str]:
+    """Why vLLM would refuse this pipeline-parallel size for the model."""
+    if pp < 1:
+        return [f"pipeline parallel size must be >= 1, got {pp}"]
+    if pp > 1 and not dims.supports_pp:
+        return ["the model class does not implement SupportsPP"]
+    if pp > dims.num_hidden_layers:
+        return [f"{pp} pipeline stages exceed the {dims.num_hidden_layers} layers"]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------- topology
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    memory_mib: int
+    pcie_gbps: Optional[float]  # None when the PCIe link is unknown (declared hardware)
+
+    @property
+    def consumer(self) -> bool:
+        # GeForce cards: the stock driver refuses peer-to-peer over PCIe (topo -p2p reads GNS/CNS).
+        upper = self.name.upper()
+        return "GEFORCE" in upper or "TITAN" in upper or bool(_CONSUMER_MODEL.search(upper))
+
+
+def _pcie_gbps(entry: Mapping[str, Any]) -> Optional[float]:
+    # Idle GPUs report Gen1 as the current generation, so the generation comes from the max field; the
+    # width comes from the current field when known (a x16 card in a x4 slot reports width.max 16).
+    gen = entry.get("pcie_gen_max") or entry.get("pcie_gen_current")
+    width = entry.get("pcie_width_current") or entry.get("pcie_width_max")
+    if not gen or not width:
+        return None
+    speed = _PCIE_LANE_SPEED.get(int(gen))
+    return None if speed is None else int(width) * speed / 80.0
+
+
+def gpus_from_facts(gpus: Sequence[Mapping[str, Any]]) -> List[Gpu]:
+    result = []
+    for position, entry in enumerate(gpus):
+        if not isinstance(entry, Mapping):
+            raise LayoutError(f"GPU entry {position} must be a mapping, got {type(entry).__name__}")
+        if entry.get("memory_mib") in (None, ""):
+            raise LayoutError(f"GPU {entry.get('index', position)} has no memory_mib; declare it in inferops_gpus")
+        result.append(
+            Gpu(
+                index=int(entry.get("index", position)),
+                name=str(entry.get("name", "")),
+                memory_mib=int(entry["memory_mib"]),
+                pcie_gbps=_pcie_gbps(entry),
+            )
+        )
+    if len({gpu.index for gpu in result}) != len(result):
+        raise LayoutError("GPU indices must be unique in inferops_gpus / gpu_facts")
+    return result
+
+
+def link_rank(cell: str) -> Tuple[int, int]:
+    """(class rank, NVLink count) for one `topo -m` cell: NV# < PIX < PXB < PHB < NODE < SYS."""
+    text = str(cell).strip().upper()
+    if text.startswith("NV") and text[2:].isdigit():
+        return LINK_RANK["NV"], int(text[2:])
+    if text == "SOC":
+        text = "SYS"
+    if text not in LINK_RANK:
+        raise LayoutError(f"unknown topology cell {cell!r} (expected NV#, PIX, PXB, PHB, NODE, SYS)")
+    return LINK_RANK[text], 0
+
+
+class Topology:
+    """Pairwise GPU links by GPU index, with P2P grants when `topo -p2p r` was gathered."""
+
+    def __init__(self, gpus: Sequence[Gpu], topology: Optional[Mapping[str, Any]]):
+        self.gpus = {gpu.index: gpu for gpu in gpus}
+        positions = {gpu.index: pos for pos, gpu in enumerate(gpus)}
+        topology = topology or {}
+        matrix = topology.get("matrix")
+        self.declared = bool(matrix)
+        p2p = topology.get("p2p")
+        self._links: Dict[Tuple[int, int], Tuple[int, int]] = {}
+        self._p2p: Dict[Tuple[int, int], bool] = {}
+        for a, b in itertools.permutations(self.gpus, 2):
+            if matrix:
+                try:
+                    cell = matrix[positions[a]][positions[b]]
+                except (IndexError, TypeError) as exc:
+                    raise LayoutError(
+                        f"topology matrix has no cell for GPU{a}/GPU{b}; it must be {len(gpus)}x{len(gpus)}"
+                    ) from exc
+                self._links[(a, b)] = link_rank(cell)
+            else:
+                # Undeclared topology: assume GPUs behind one CPU root complex, the common workstation case.
+                self._links[(a, b)] = (LINK_RANK["PHB"], 0)
+            if p2p:
+                self._p2p[(a, b)] = str(p2p[positions[a]][positions[b]]).strip().upper() == "OK"
+
+    def link(self, a: int, b: int) -> Tuple[int, int]:
+        return self._links[(a, b)]
+
+    def nvlinked(self, group: Sequence[int]) -> bool:
+        return all(self.link(a, b)[0] == LINK_RANK["NV"] for a, b in itertools.combinations(group, 2))
+
+    def p2p_confirmed(self, group: Sequence[int]) -> bool:
+        return bool(self._p2p) and all(self._p2p[(a, b)] for a, b in itertools.permutations(group, 2))
+
+    def narrow(self, index: int) -> bool:
+        gbps = self.gpus[index].pcie_gbps
+        return gbps is not None and gbps < MIN_TP_PCIE_GBPS
+
+    def tp_eligible(self, group: Sequence[int]) -> bool:
+        """A TP group may not cross a SYS hop, nor use a narrow PCIe link (NVLink pairs are exempt)."""
+        for a, b in itertools.combinations(group, 2):
+            rank, _ = self.link(a, b)
+            if rank > TP_WORST_LINK:
+                return False
+            if rank != LINK_RANK["NV"] and (self.narrow(a) or self.narrow(b)):
+                return False
+        return True
+
+    def group_key(self, group: Sequence[int]) -> Tuple[Any, ...]:
+        pairs = [self.link(a, b) for a, b in itertools.combinations(group, 2)]
+        worst = max((rank for rank, _ in pairs), default=0)
+        total = sum(rank for rank, _ in pairs)
+        nvlinks = -sum(count for _, count in pairs)
+        memory = [self.gpus[i].memory_mib for i in group]
+        return (worst, len(set(memory)) > 1, total, nvlinks, -min(memory), tuple(sorted(group)))
+
+
+# ---------------------------------------------------------------------------------------------- layout
+
+
+MemoryFit = Union[Callable[[int, int], Union[float, int, bool]], float, int, None]
+
+
+@dataclass
+class Candidate:
+    tp: int
+    pp: int
+    groups: List[List[int]]  # one TP group per pipeline stage, in stage order
+    expert_parallel: bool = False
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.pp
+
+
+def _place_groups(topo: Topology, available: Sequence[int], tp: int, pp: int) -> Optional[List[List[int]]]:
+    """Greedy: take the best-connected eligible TP group, then the next, ... (None if impossible)."""
+    remaining = list(available)
+    groups: List[List[int]] = []
+    for _ in range(pp):
+        if tp == 1:
+            options = [[i] for i in remaining]
+            options.sort(key=lambda g: (-topo.gpus[g[0]].memory_mib, topo.narrow(g[0]), g[0]))
+        else:
+            options = [list(g) for g in itertools.combinations(remaining, tp) if topo.tp_eligible(g)]
+            options.sort(key=topo.group_key)
+        if not options:
+            return None
+        chosen = sorted(options[0])
+        groups.append(chosen)
+        remaining = [i for i in remaining if i not in chosen]
+    # Stage order: by lowest GPU index, which keeps neighbouring stages on neighbouring slots.
+    groups.sort(key=lambda g: g[0])
+    return groups
+
+
+def _fits(memory_fit: MemoryFit, topo: Topology, cand: Candidate, utilization: float) -> bool:
+    """Whether the candidate fits; memory_fit is the per-GPU need in bytes for an even split, a bool
+    verdict, or a total need in bytes spread evenly. Mixed-VRAM pipelines are split by VRAM weight."""
+    if memory_fit is None:
+        return True
+    need = memory_fit(cand.tp, cand.pp) if callable(memory_fit) else float(memory_fit) / cand.world
+    if isinstance(need, bool):
+        return need
+    usable = [min(topo.gpus[i].memory_mib for i in group) * MIB * utilization for group in cand.groups]
+    if cand.pp > 1 and len(set(usable)) > 1:
+        # VRAM-weighted stages: stage s carries need * world * usable_s / sum(usable) bytes.
+        return need * cand.pp <= sum(usable)
+    return need <= min(usable)
+
+
+def _score(topo: Topology, cand: Candidate) -> Tuple[Any, ...]:
+    pcie_wide_tp = cand.tp > 2 and not all(topo.nvlinked(g) for g in cand.groups)
+    mixed_tp = any(len({topo.gpus[i].memory_mib for i in g}) > 1 for g in cand.groups)
+    keys = [topo.group_key(g) for g in cand.groups] if cand.tp > 1 else [(0,)]
+    return (pcie_wide_tp, mixed_tp, cand.expert_parallel, -cand.tp, max(keys), sum(k[0] for k in keys))
+
+
+def pp_layer_partition(num_layers: int, stage_memory: Sequence[float]) -> List[int]:
+    """Layers per pipeline stage in proportion to each stage's memory (largest remainder, >= 1 each)."""
+    total = float(sum(stage_memory))
+    shares = [num_layers * m / total for m in stage_memory]
+    counts = [max(1, math.floor(s)) for s in shares]
+    order = sorted(range(len(shares)), key=lambda i: (-(shares[i] - math.floor(shares[i])), i))
+    step = 0
+    while sum(counts) < num_layers:
+        counts[order[step % len(order)]] += 1
+        step += 1
+    while sum(counts) > num_layers:
+        biggest = max(range(len(counts)), key=lambda i: (counts[i] - shares[i], counts[i]))
+        counts[biggest] -= 1
+    return counts
+
+
+def _candidates_for_world(
+    dims: ParallelDims, topo: Topology, available: Sequence[int], world: int, pp_factor: int
+) -> List[Candidate]:
+    result = []
+    for tp in range(1, world + 1):
+        if world % tp:
+            continue
+        pp_local = world // tp
+        pp = pp_local * pp_factor
+        ep = fp8_block_split_fails(dims, tp)
+        if tensor_parallel_problems(dims, tp, expert_parallel=ep) or pipeline_parallel_problems(dims, pp):
+            continue
+        groups = _place_groups(topo, available, tp, pp_local)
+        if groups is None:
+            continue
+        result.append(Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep))
+    return result
+
+
+def _needs(topo: Topology, cand: Candidate) -> Tuple[Dict[str, str], List[str], List[str]]:
+    """Environment, extra vLLM flags and reason fragments that this placement needs."""
+    env: Dict[str, str] = {}
+    flags: List[str] = []
+    why: List[str] = []
+    if cand.expert_parallel:
+        flags.append("--enable-expert-parallel")
+        why.append("experts kept whole (expert parallel): block-FP8 expert width does not split into 128s")
+    if cand.tp > 1:
+        nvlinked = all(topo.nvlinked(g) for g in cand.groups)
+        p2p = all(topo.p2p_confirmed(g) for g in cand.groups)
+        consumer = any(topo.gpus[i].consumer for g in cand.groups for i in g)
+        if not nvlinked and not p2p and (consumer or topo._p2p):
+            flags.append("--disable-custom-all-reduce")
+            why.append("custom all-reduce off: no peer-to-peer between the TP GPUs")
+            if consumer:
+                env["NCCL_P2P_DISABLE"] = "1"
+    return env, flags, why
+
+
+def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
+    names = {v: k for k, v in LINK_RANK.items()}
+    parts = []
+    for group in groups:
+        if len(group) < 2:
+            continue
+        worst = max(topo.link(a, b)[0] for a, b in itertools.combinations(group, 2))
+        label = names[worst] if worst else "NVLink"
+        parts.append(f"GPU{'+'.join(str(i) for i in group)} over {label}")
+    return ", ".join(parts)
+
+
+def select_layout(
+    gpus: Sequence[Mapping[str, Any]],
+    model: Any,
+    *,
+    topology: Optional[Mapping[str, Any]] = None,
+    memory_fit: MemoryFit = None,
+    gpu_memory_utilization: float = 0.9,
+    engine: str = "vllm",
+    requested: Optional[Mapping[str, Any]] = None,
+    replicas: bool = False,
+    multi_node: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Pick the layout for one host.
+
+    gpus: GPU facts (index, name, memory_mib, pcie_gen_max, pcie_width_current, ...), in the order of
+    the topology matrix. model: ParallelDims, a ModelArchitecture or a mapping of the same names.
+    topology: ``{"matrix": [[cell, ...], ...], "p2p": [[...]]}`` (p2p optional; matrix optional for
+    declared hardware). memory_fit: callable (tp, pp) -> per-GPU bytes needed (or bool), or total bytes.
+    requested: inventory settings (tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
+    enable_expert_parallel, gpus); they are kept and validated, never changed. replicas: one replica per
+    free slot (data parallel) when the model fits fewer GPUs than the host has. multi_node:
+    ``{"nnodes": N, "node_rank": r, "master_addr": "10.0.0.1"}``: TP inside the node, PP across nodes.
+
+    Returns plain data: tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
+    expert_parallel, gpus (rank order: CUDA_VISIBLE_DEVICES), tp_groups, env, flags, fits, reason,
+    source (inventory|chosen per size) and problems ({variable, message, suggested}).
+    """
+    gpu_list = gpus_from_facts(gpus)
+    if not gpu_list:
+        raise LayoutError("no GPUs: gather gpu_facts or declare inferops_gpus")
+    topo = Topology(gpu_list, topology)
+    requested = dict(requested or {})
+    available = [gpu.index for gpu in gpu_list]
+    env_base = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA's default order is fastest-first, not nvidia-smi's
+
+    if engine == "ollama":
+        chosen = [int(i) for i in requested.get("gpus") or available]
+        unknown = sorted(set(chosen) - set(available))
+        problems = []
+        if unknown:
+            problems.append(
+                {
+                    "variable": "ollama_gpus",
+                    "message": f"GPUs {unknown} are not on this host (it has {available})",
+                    "suggested": available,
+                }
+            )
+        visible = [i for i in chosen if i in available]
+        return {
+            "tensor_parallel_size": 1,
+            "pipeline_parallel_size": 1,
+            "data_parallel_size": 1,
+            "expert_parallel": False,
+            "gpus": visible,
+            "tp_groups": [[i] for i in visible],
+            "env": dict(env_base, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in visible)),
+            "flags": [],
+            "fits": True,
+            "reason": f"Ollama splits layers over the GPUs it sees: {','.join(str(i) for i in visible)}",
+            "source": {"gpus": "inventory" if requested.get("gpus") else "chosen"},
+            "problems": problems,
+        }
+
+    dims = model if isinstance(model, ParallelDims) else ParallelDims.from_model(model)
+    nnodes = int((multi_node or {}).get("nnodes") or 1)
+    node_rank = int((multi_node or {}).get("node_rank") or 0)
+    if nnodes < 1 or not 0 <= node_rank < nnodes:
+        raise LayoutError(f"node_rank {node_rank} is outside 0..{nnodes - 1}; fix inferops_vllm_nodes")
+
+    auto = _auto_layout(dims, topo, available, memory_fit, gpu_memory_utilization, nnodes)
+    explicit_keys = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpus")
+    if any(requested.get(k) not in (None, "", []) for k in explicit_keys) or requested.get(
+        "enable_expert_parallel"
+    ) not in (None, ""):
+        result = _explicit_layout(dims, topo, available, requested, auto, memory_fit, gpu_memory_utilization, nnodes)
+    else:
+        result = auto
+        if replicas and nnodes == 1:
+            _add_replicas(topo, available, result, memory_fit, gpu_memory_utilization)
+
+    cand: Candidate = result["candidate"]
+    dp = result["data_parallel_size"]
+    env, flags, why = _needs(topo, cand)
+    order = [i for g in cand.groups for i in g] + [i for g in result.get("replica_groups", []) for i in g]
+    env = dict(env_base, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in order), **env)
+    pp_local = cand.pp // nnodes
+    stage_memory = [min(topo.gpus[i].memory_mib for i in g) * len(g) for g in cand.groups]
+    if pp_local > 1 and len(set(stage_memory)) > 1 and nnodes == 1:
+        partition = pp_layer_partition(dims.num_hidden_layers, stage_memory)
+        env["VLLM_PP_LAYER_PARTITION"] = ",".join(str(n) for n in partition)
+        why.append(f"layers split by VRAM {env['VLLM_PP_LAYER_PARTITION']}")
+    if nnodes > 1:
+        flags += ["--nnodes", str(nnodes), "--node-rank", str(node_rank)]
+        if (multi_node or {}).get("master_addr"):
+            flags += ["--master-addr", str(multi_node["master_addr"])]
+        if node_rank > 0:
+            flags.append("--headless")
+    reason = result["reason"]
+    if why:
+        reason = f"{reason}; {'; '.join(why)}"
+    return {
+        "tensor_parallel_size": cand.tp,
+        "pipeline_parallel_size": cand.pp,
+        "data_parallel_size": dp,
+        "expert_parallel": cand.expert_parallel,
+        "gpus": order,
+        "tp_groups": [list(g) for g in cand.groups] + [list(g) for g in result.get("replica_groups", [])],
+        "env": env,
+        "flags": flags,
+        "fits": result["fits"],
+        "reason": reason,
+        "source": result["source"],
+        "problems": result.get("problems", []),
+    }
+
+
+def _auto_layout(
+    dims: ParallelDims,
+    topo: Topology,
+    available: Sequence[int],
+    memory_fit: MemoryFit,
+    utilization: float,
+    nnodes: int,
+) -> Dict[str, Any]:
+    source = {k: "chosen" for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")}
+    largest: Optional[Candidate] = None
+    for world in range(1, len(available) + 1):
+        options = _candidates_for_world(dims, topo, available, world, nnodes)
+        if options:
+            largest = min(options, key=lambda c: _score(topo, c))
+        fitting = [c for c in options if _fits(memory_fit, topo, c, utilization)]
+        if fitting:
+            best = min(fitting, key=lambda c: _score(topo, c))
+            return {
+                "candidate": best,
+                "data_parallel_size": 1,
+                "fits": True,
+                "reason": _reason(topo, best, len(available), nnodes),
+                "source": source,
+            }
+    if largest is None:
+        largest = Candidate(tp=1, pp=nnodes, groups=[[available[0]]])
+    return {
+        "candidate": largest,
+        "data_parallel_size": 1,
+        "fits": False,
+        "reason": f"does not fit on {len(available)} GPU(s) x {nnodes} node(s) in any valid layout; "
+        f"showing TP={largest.tp} PP={largest.pp}",
+        "source": source,
+    }
+
+
+def _reason(topo: Topology, cand: Candidate, host_gpus: int, nnodes: int) -> str:
+    world = cand.tp * (cand.pp // nnodes)
+    if world == 1 and nnodes == 1:
+        return "fits one GPU: TP=1" + (f" (GPU{cand.groups[0][0]})" if host_gpus > 1 else "")
+    text = f"smallest layout that fits: TP={cand.tp} PP={cand.pp}"
+    links = _describe_links(topo, cand.groups)
+    if links:
+        text += f" with TP groups {links}"
+    if nnodes > 1:
+        text += f"; TP inside each node, PP across {nnodes} nodes"
+    elif cand.tp == 1 and cand.pp > 1:
+        text += "; no TP group with a fast enough link, or head counts do not split"
+    return text
+
+
+def _add_replicas(
+    topo: Topology, available: Sequence[int], result: Dict[str, Any], memory_fit: MemoryFit, utilization: float
+) -> None:
+    """One more replica of the same shape on every free set of GPUs that can hold it."""
+    cand: Candidate = result["candidate"]
+    used = {i for g in cand.groups for i in g}
+    replica_groups: List[List[int]] = []
+    while True:
+        free = [i for i in available if i not in used]
+        groups = _place_groups(topo, free, cand.tp, cand.pp)
+        if groups is None:
+            break
+        replica = Candidate(tp=cand.tp, pp=cand.pp, groups=groups, expert_parallel=cand.expert_parallel)
+        if not _fits(memory_fit, topo, replica, utilization):
+            break
+        replica_groups += groups
+        used |= {i for g in groups for i in g}
+    if replica_groups:
+        result["data_parallel_size"] = 1 + len(replica_groups) // cand.pp
+        result["replica_groups"] = replica_groups
+        result["reason"] += f"; {result['data_parallel_size']} data-parallel replicas (one per free GPU set)"
+
+
+def _explicit_layout(
+    dims: ParallelDims,
+    topo: Topology,
+    available: Sequence[int],
+    requested: Mapping[str, Any],
+    auto: Mapping[str, Any],
+    memory_fit: MemoryFit,
+    utilization: float,
+    nnodes: int,
+) -> Dict[str, Any]:
+    auto_cand: Candidate = auto["candidate"]
+    tp = int(requested.get("tensor_parallel_size") or 1)
+    pp = int(requested.get("pipeline_parallel_size") or 1)
+    dp = int(requested.get("data_parallel_size") or 1)
+    ep_requested = requested.get("enable_expert_parallel")
+    ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
+    source = {
+        name: "inventory" if requested.get(name) not in (None, "") else "chosen"
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    }
+    problems: List[Dict[str, Any]] = []
+    for message in tensor_parallel_problems(dims, tp, expert_parallel=ep):
+        suggested: Any = auto_cand.tp
+        variable = "vllm_tensor_parallel_size"
+        if "block-FP8" in message:
+            variable, suggested = "vllm_enable_expert_parallel", True
+        problems.append(
+            {"variable": variable, "message": f"tensor_parallel_size {tp}: {message}", "suggested": suggested}
+        )
+    for message in pipeline_parallel_problems(dims, pp):
+        problems.append(
+            {
+                "variable": "vllm_pipeline_parallel_size",
+                "message": f"pipeline_parallel_size {pp}: {message}",
+                "suggested": auto_cand.pp,
+            }
+        )
+    pp_local = max(1, pp // nnodes)
+    if nnodes > 1 and pp % nnodes:
+        problems.append(
+            {
+                "variable": "vllm_pipeline_parallel_size",
+                "message": f"pipeline_parallel_size {pp} is not a multiple of the {nnodes} nodes (PP spans nodes)",
+                "suggested": auto_cand.pp,
+            }
+        )
+    needed = tp * pp_local * (dp if nnodes == 1 else 1)
+    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    if chosen_gpus:
+        unknown = sorted(set(chosen_gpus) - set(available))
+        if unknown or len(chosen_gpus) != needed:
+            problems.append(
+                {
+                    "variable": "vllm_gpus",
+                    "message": f"vllm_gpus {chosen_gpus} must name {needed} GPUs of this host {available} "
+                    f"(TP {tp} x PP {pp_local} x DP {dp})",
+                    "suggested": [i for g in auto_cand.groups for i in g],
+                }
+            )
+        ordered = [i for i in chosen_gpus if i in available]
+        groups = [ordered[k : k + tp] for k in range(0, tp * pp_local, tp)] or [[available[0]]]
+        groups = [g for g in groups if g] or [[available[0]]]
+        replica_groups = [ordered[k : k + tp] for k in range(tp * pp_local, len(ordered), tp)]
+    else:
+        replica_groups = []
+        groups = None
+        if needed <= len(available):
+            groups = _place_groups(topo, available, tp, pp_local)
+            if groups is None:
+                # No eligible group: keep the user's sizes on the lowest indices and say why.
+                groups = [available[k : k + tp] for k in range(0, tp * pp_local, tp)]
+                problems.append(
+                    {
+                        "variable": "vllm_tensor_parallel_size",
+                        "message": f"no group of {tp} GPUs on this host avoids SYS hops and narrow PCIe links; "
+                        "tensor-parallel all-reduce will run at the slowest link",
+                        "suggested": auto_cand.tp,
+                        "severity": "warning",
+                    }
+                )
+            if dp > 1:
+                free = [i for i in available if i not in {x for g in groups for x in g}]
+                replica_groups = _place_groups(topo, free, tp, pp_local * (dp - 1)) or [
+                    free[k : k + tp] for k in range(0, len(free), tp)
+                ]
+        else:
+            problems.append(
+                {
+                    "variable": "vllm_tensor_parallel_size",
+                    "message": f"TP {tp} x PP {pp_local} x DP {dp} = {needed} GPUs per node, this host has "
+                    f"{len(available)}",
+                    "suggested": auto_cand.tp,
+                }
+            )
+            groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]
+    cand = Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep)
+    fits = needed <= len(available) and _fits(memory_fit, topo, cand, utilization)
+    reason = f"inventory layout TP={tp} PP={pp} DP={dp}"
+    links = _describe_links(topo, groups)
+    if links:
+        reason += f" with TP groups {links}"
+    if (tp, pp) != (auto_cand.tp, auto_cand.pp):
+        reason += f" (automatic choice would be TP={auto_cand.tp} PP={auto_cand.pp})"
+    return {
+        "candidate": cand,
+        "data_parallel_size": dp,
+        "replica_groups": replica_groups,
+        "fits": fits,
+        "reason": reason,
+        "source": source,
+        "problems": problems,
+    }
