@@ -1,0 +1,816 @@
+# Copyright (c) inferops.llm contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""VRAM budget of a GGUF model served by a pinned Ollama version.
+
+Public API (plain dicts in, plain dicts out; no Ansible imports):
+
+``ollama_budget(ollama_version, model, gpus, *, weights_bytes, context_length=None,
+num_parallel=None, kv_cache_type=None, flash_attention=None, num_gpu=None, num_batch=None,
+gpu_overhead_bytes=0, sched_spread=False, projector_bytes=0) -> dict``
+
+* ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_gguf()``
+  from a GGUF header (``read_gguf()``) or by ``shape_from_architecture()`` from the collection's
+  ``ModelArchitecture`` (module_utils/model_arch.py) for a catalogued base model.
+* ``gpus``: sequence of ``{"index": int, "memory_total_bytes": int}`` (optionally
+  ``"compute_capability": "8.6"``), in CUDA_VISIBLE_DEVICES order.
+* ``weights_bytes``: the GGUF file size (all of it is counted on the GPUs that hold layers: the
+  token embedding that llama.cpp keeps on the host is small and counting it errs on the safe side),
+  ``projector_bytes``: an mmproj file offloaded beside it.
+* Engine settings: ``None`` means "what this Ollama version does when the variable is unset".
+
+Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "per_gpu", "layers",
+"checks", "ollama_predicted_bytes"}`` where ``memory`` holds bytes and GiB (2^30) figures:
+``weights_bytes``, ``kv_cache_bytes`` (attention KV), ``recurrent_state_bytes``, ``compute_bytes``,
+``reserve_bytes``, ``vram_used_bytes``/``vram_used_gib`` (sum over the GPUs used),
+``gpu_total_gib``, ``kv_cache_tokens`` (context_length x num_parallel) and ``max_concurrency``
+(num_parallel); ``per_gpu`` is a list of ``{"index", "layers", "weights_bytes", "kv_cache_bytes",
+"recurrent_state_bytes", "compute_bytes", "reserve_bytes", "used_bytes", "used_gib", "total_gib",
+"free_gib"}``; ``checks`` is a list of ``{"id", "severity", "message"}``. Invalid input raises
+``OllamaBudgetError`` naming the inventory variable.
+
+What each Ollama version does (traced to ollama/ollama; see docs/ollama.md):
+
+* < 0.9.7: unsupported here (OLLAMA_NUM_PARALLEL defaulted to 4 or 1 by free memory).
+* 0.9.7 .. 0.12.10 (era "estimate"): llm/memory.go packs layers from the top down with its own
+  estimate; a quantized OLLAMA_KV_CACHE_TYPE without flash attention falls back to f16.
+* 0.12.11 .. 0.2x (era "runner_layout"): the runner measures and commits the layout; same KV rule.
+* >= 0.30.0 (era "llama_server"): upstream llama-server with ``-c num_ctx*num_parallel -np
+  num_parallel --cache-type-k/v T --flash-attn on|off|auto`` and ``-ngl num_gpu`` only when set;
+  otherwise llama.cpp ``--fit`` keeps 1024 MiB free per GPU. A quantized V cache without flash
+  attention makes llama.cpp refuse to start.
+* Forced single sequence ("model architecture does not currently support parallel requests",
+  server/sched.go): mllama (0.7.0+), qwen3vl/qwen3vlmoe (0.12.7+), qwen3next/lfm2/lfm2moe
+  (0.15.5+), qwen35/qwen35moe/nemotron_h/nemotron_h_moe (0.17.1+), nemotron_h_omni (0.30.0+).
+* Default context (OLLAMA_CONTEXT_LENGTH unset): 4096 before 0.15.5; from 0.15.5 by total VRAM:
+  >= 47 GiB -> 262144, >= 23 GiB -> 32768, else 4096; clamped to the GGUF context_length.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+#: Last Ollama release whose source this module was checked against.
+VERIFIED_UP_TO = (0, 33, 0)
+MIN_SUPPORTED = (0, 9, 7)
+ERA_RUNNER_LAYOUT = (0, 12, 11)  # commit f560bd077
+ERA_LLAMA_SERVER = (0, 30, 0)  # commit 9db4bdbad
+TIERED_DEFAULT_CONTEXT = (0, 15, 5)  # commit 0334ffa62
+QWEN35_SUPPORT = (0, 17, 1)  # commit da70c3222
+
+#: Architecture (GGUF general.architecture = Ollama model family) -> first version forcing parallel 1.
+FORCED_SINGLE_PARALLEL = {
+    "mllama": (0, 7, 0),
+    "qwen3vl": (0, 12, 7),
+    "qwen3vlmoe": (0, 12, 7),
+    "qwen3next": (0, 15, 5),
+    "lfm2": (0, 15, 5),
+    "lfm2moe": (0, 15, 5),
+    "qwen35": QWEN35_SUPPORT,
+    "qwen35moe": QWEN35_SUPPORT,
+    "nemotron_h": QWEN35_SUPPORT,
+    "nemotron_h_moe": QWEN35_SUPPORT,
+    "nemotron_h_omni": ERA_LLAMA_SERVER,
+}
+#: Architectures whose GGUF Ollama enables flash attention for by default (fs/ggml FlashAttention()).
+FLASH_ATTENTION_DEFAULT_ARCHS = frozenset(
+    "gemma3 gemma3n gemma4 gptoss gpt-oss qwen3 qwen3moe qwen35 qwen35moe qwen3next qwen3vl qwen3vlmoe "
+    "mistral3 lfm2 lfm2moe nemotron_h nemotron_h_moe olmo3 glm4moelite bert".split()
+)
+#: Bytes per KV element as llama.cpp allocates them (ggml block sizes: q8_0 34/32, q4_0 18/32).
+KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+#: CUDA context and cuBLAS workspace per GPU: Ollama's own per-GPU minimum (llm/memory.go).
+CUDA_MINIMUM_BYTES = 457 * MIB
+#: llama.cpp --fit default margin (LLAMA_ARG_FIT_TARGET), kept free on each GPU when -ngl is unset.
+FIT_TARGET_BYTES = 1024 * MIB
+KV_CELL_PADDING = 256
+DEFAULT_UBATCH = 512
+
+GGUF_SHAPE_KEYS = (
+    "architecture",  # GGUF general.architecture, e.g. "qwen35moe"
+    "block_count",
+    "embedding_length",
+    "head_count",
+    "head_count_kv",  # int, or a per-layer list where 0 marks a recurrent layer
+    "key_length",
+    "value_length",
+    "vocab_size",
+    "context_length",  # trained context (num_ctx is clamped to it)
+    "feed_forward_length",
+    "expert_count",
+    "expert_used_count",
+    "expert_feed_forward_length",
+    "expert_shared_feed_forward_length",
+    "sliding_window",  # 0 when none
+    "sliding_window_layers",  # list of layer indices using the window
+    "recurrent_layers",  # list of layer indices without attention KV (GDN/Mamba)
+    "ssm_conv_kernel",
+    "ssm_state_size",
+    "ssm_group_count",
+    "ssm_inner_size",
+    "layer_bytes",  # optional: per-layer tensor bytes from the GGUF tensor table
+    "output_bytes",  # optional: output.weight (or tied token_embd) + output_norm bytes
+    "input_bytes",  # optional: token_embd bytes (kept on the host by llama.cpp)
+)
+
+
+class OllamaBudgetError(ValueError):
+    """Input that no Ollama version accepts; the message names the variable and the fix."""
+
+
+def parse_version(version: str) -> Tuple[int, int, int]:
+    """'0.32.9', 'v0.30.0-rc2' -> (0, 32, 9); raises OllamaBudgetError naming ollama_version."""
+    text = str(version).strip().lstrip("v").split("-", 1)[0]
+    parts = text.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise OllamaBudgetError(
+            f"ollama_version {version!r} is not an exact release (X.Y.Z); pin one, e.g. ollama_version: '0.32.9'"
+        )
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def era_of(version: Tuple[int, int, int]) -> str:
+    if version >= ERA_LLAMA_SERVER:
+        return "llama_server"
+    if version >= ERA_RUNNER_LAYOUT:
+        return "runner_layout"
+    return "estimate"
+
+
+def forced_single_parallel(architecture: str, version: Tuple[int, int, int]) -> bool:
+    since = FORCED_SINGLE_PARALLEL.get(architecture)
+    return since is not None and version >= since
+
+
+def default_context_length(version: Tuple[int, int, int], total_vram_bytes: int, gpu_overhead_bytes: int) -> int:
+    if version < TIERED_DEFAULT_CONTEXT:
+        return 4096
+    usable = total_vram_bytes - gpu_overhead_bytes
+    if usable >= 47 * GIB:
+        return 262144
+    if usable >= 23 * GIB:
+        return 32768
+    return 4096
+
+
+def flash_attention_supported(gpus: Sequence[Mapping[str, Any]]) -> bool:
+    """ml.FlashAttentionSupported for CUDA: compute capability >= 6.0, except 7.2 (Jetson Xavier)."""
+    for gpu in gpus:
+        cc = str(gpu.get("compute_capability") or "")
+        if not cc:
+            continue
+        major, _, minor = cc.partition(".")
+        value = (int(major), int(minor or 0))
+        if value < (6, 0) or value == (7, 2):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------- shapes
+
+
+def _per_layer_kv_heads(shape: Mapping[str, Any]) -> List[int]:
+    blocks = int(shape["block_count"])
+    heads_kv = shape.get("head_count_kv")
+    if isinstance(heads_kv, Sequence) and not isinstance(heads_kv, str):
+        per_layer = [int(h) for h in heads_kv]
+        if len(per_layer) != blocks:
+            raise OllamaBudgetError(f"inferops_model: head_count_kv has {len(per_layer)} entries for {blocks} layers")
+    else:
+        per_layer = [int(heads_kv or 0)] * blocks
+    for index in shape.get("recurrent_layers") or ():
+        per_layer[int(index)] = 0
+    return per_layer
+
+
+def recurrent_state_bytes_per_sequence(shape: Mapping[str, Any]) -> int:
+    """F32 conv + SSM state of all recurrent layers for one sequence (llama.cpp n_embd_r + n_embd_s)."""
+    recurrent = sum(1 for h in _per_layer_kv_heads(shape) if h == 0)
+    if not recurrent:
+        return 0
+    conv = int(shape.get("ssm_conv_kernel") or 0)
+    state = int(shape.get("ssm_state_size") or 0)
+    inner = int(shape.get("ssm_inner_size") or 0)
+    groups = int(shape.get("ssm_group_count") or 0)
+    n_embd_r = (conv - 1) * (inner + 2 * groups * state) if conv > 0 else 0
+    n_embd_s = state * inner
+    return recurrent * (n_embd_r + n_embd_s) * 4
+
+
+def _pad(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def kv_cells(shape: Mapping[str, Any], layer: int, total_context: int, num_parallel: int, ubatch: int) -> int:
+    """Cells llama.cpp allocates for one attention layer (SWA layers: window per sequence + ubatch)."""
+    window = int(shape.get("sliding_window") or 0)
+    if window and layer in {int(i) for i in shape.get("sliding_window_layers") or ()}:
+        return min(total_context, _pad(window * num_parallel + ubatch, KV_CELL_PADDING))
+    return total_context
+
+
+def kv_bytes_per_layer(
+    shape: Mapping[str, Any], total_context: int, num_parallel: int, ubatch: int, kv_cache_type: str
+) -> List[int]:
+    per_element = KV_BYTES_PER_ELEMENT[kv_cache_type]
+    key_length = int(shape.get("key_length") or 0)
+    value_length = int(shape.get("value_length") or 0)
+    out = []
+    for layer, heads_kv in enumerate(_per_layer_kv_heads(shape)):
+        if heads_kv == 0:
+            out.append(0)
+            continue
+        cells = kv_cells(shape, layer, total_context, num_parallel, ubatch)
+        out.append(int(math.ceil(cells * (key_length + value_length) * heads_kv * per_element)))
+    return out
+
+
+def compute_buffer_bytes(shape: Mapping[str, Any], ubatch: int, total_context: int, flash_attention: bool) -> int:
+    """Estimate of llama.cpp's compute buffer per GPU for one ubatch (errs high, see docs/ollama.md).
+
+    The graph allocator reuses memory between stages, so the buffer is the larger of the output
+    stage (logits for every token of the ubatch, f32) and one layer's working set (hidden states,
+    FFN or routed-expert activations, GDN projections, and the f32 attention score matrix when
+    flash attention is off).
+    """
+    embd = int(shape.get("embedding_length") or 0)
+    heads = int(shape.get("head_count") or 0)
+    head_dim = int(shape.get("value_length") or 0) or (embd // max(heads, 1))
+    if int(shape.get("expert_count") or 0):
+        ffn = int(shape.get("expert_used_count") or 0) * int(shape.get("expert_feed_forward_length") or 0)
+        ffn += int(shape.get("expert_shared_feed_forward_length") or 0) + int(shape.get("expert_count") or 0)
+    else:
+        ffn = int(shape.get("feed_forward_length") or 0)
+    attention = heads * head_dim * 3 if flash_attention else heads * (head_dim + total_context)
+    gdn = 6 * int(shape.get("ssm_inner_size") or 0)
+    layer_stage = 4 * ubatch * (4 * embd + 3 * ffn + attention + gdn)
+    output_stage = 4 * ubatch * (embd + int(shape.get("vocab_size") or 0))
+    return max(layer_stage, output_stage)
+
+
+# ------------------------------------------------------------------------------- GGUF and shapes
+
+#: ggml type id -> (elements per block, bytes per block), as gguf-py GGML_QUANT_SIZES.
+GGML_TYPE_SIZES = {
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    9: (32, 36),
+    10: (256, 84),
+    11: (256, 110),
+    12: (256, 144),
+    13: (256, 176),
+    14: (256, 210),
+    15: (256, 292),
+    16: (256, 66),
+    17: (256, 74),
+    18: (256, 98),
+    19: (256, 50),
+    20: (32, 18),
+    21: (256, 110),
+    22: (256, 82),
+    23: (256, 136),
+    24: (1, 1),
+    25: (1, 2),
+    26: (1, 4),
+    27: (1, 8),
+    28: (1, 8),
+    29: (256, 56),
+    30: (1, 2),
+    34: (256, 54),
+    35: (256, 66),
+    39: (32, 17),
+}
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+class _GgufReader:
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def unpack(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        data = self.handle.read(size)
+        if len(data) != size:
+            raise OllamaBudgetError("GGUF file ends inside its header; is the download complete?")
+        return struct.unpack(fmt, data)[0]
+
+    def string(self) -> str:
+        length = self.unpack("<Q")
+        return self.handle.read(length).decode("utf-8", errors="replace")
+
+    def value(self, kind: int) -> Any:
+        if kind in _GGUF_SCALARS:
+            return self.unpack(_GGUF_SCALARS[kind])
+        if kind == _GGUF_STRING:
+            return self.string()
+        if kind == _GGUF_ARRAY:
+            item_kind, count = self.unpack("<I"), self.unpack("<Q")
+            if item_kind == _GGUF_STRING:
+                for _ in range(count):  # vocabularies: only their length matters here
+                    self.handle.seek(self.unpack("<Q"), 1)
+                return {"array_of": "string", "length": count}
+            return [self.value(item_kind) for _ in range(count)]
+        raise OllamaBudgetError(f"GGUF metadata value type {kind} is unknown")
+
+
+def read_gguf(path: str) -> Dict[str, Any]:
+    """Header of a GGUF file (v2/v3): ``{"version", "metadata": {key: value}, "tensors": [{"name",
+    "shape", "type", "bytes"}]}``. String arrays (the vocabulary) become ``{"array_of", "length"}``."""
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"GGUF":
+            raise OllamaBudgetError(f"{path} is not a GGUF file (no GGUF magic)")
+        reader = _GgufReader(handle)
+        version = reader.unpack("<I")
+        if version not in (2, 3):
+            raise OllamaBudgetError(f"{path}: GGUF version {version} is not supported (2 or 3 are)")
+        tensor_count, kv_count = reader.unpack("<Q"), reader.unpack("<Q")
+        metadata = {}
+        for _ in range(kv_count):
+            key = reader.string()
+            metadata[key] = reader.value(reader.unpack("<I"))
+        tensors = []
+        for _ in range(tensor_count):
+            name = reader.string()
+            dims = [reader.unpack("<Q") for _ in range(reader.unpack("<I"))]
+            ggml_type = reader.unpack("<I")
+            reader.unpack("<Q")  # offset in the data section
+            block, block_bytes = GGML_TYPE_SIZES.get(ggml_type, (1, 0))
+            elements = math.prod(dims) if dims else 1
+            tensors.append({"name": name, "shape": dims, "type": ggml_type, "bytes": elements // block * block_bytes})
+    return {"version": version, "metadata": metadata, "tensors": tensors}
+
+
+def _meta_int(meta: Mapping[str, Any], key: str) -> int:
+    value = meta.get(key)
+    if isinstance(value, list):
+        return max(int(v) for v in value) if value else 0
+    return int(value or 0)
+
+
+def shape_from_gguf(header: Mapping[str, Any]) -> Dict[str, Any]:
+    """GgufShape from ``read_gguf()`` output: what llama.cpp reads from the same keys."""
+    meta = header["metadata"]
+    arch = str(meta.get("general.architecture") or "")
+    if not arch:
+        raise OllamaBudgetError("GGUF metadata has no general.architecture")
+
+    def key(name: str) -> str:
+        return f"{arch}.{name}"
+
+    blocks = _meta_int(meta, key("block_count"))
+    heads = _meta_int(meta, key("attention.head_count"))
+    embd = _meta_int(meta, key("embedding_length"))
+    heads_kv_raw = meta.get(key("attention.head_count_kv"), heads)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    vocab = tokens["length"] if isinstance(tokens, Mapping) else _meta_int(meta, key("vocab_size"))
+    interval = _meta_int(meta, key("full_attention_interval"))
+    recurrent = [i for i in range(blocks) if (i + 1) % interval != 0] if interval else []
+    window = _meta_int(meta, key("attention.sliding_window"))
+    sliding: List[int] = []
+    if window and arch.startswith("gemma3"):
+        sliding = [i for i in range(blocks) if (i + 1) % 6 != 0]
+    elif window and arch in ("gptoss", "gpt-oss"):
+        sliding = [i for i in range(blocks) if i % 2 == 0]
+    layer_bytes = [0] * blocks
+    output_bytes = input_bytes = 0
+    for tensor in header.get("tensors") or ():
+        name = tensor["name"]
+        if name.startswith("blk."):
+            index = int(name.split(".")[1])
+            if index < blocks:
+                layer_bytes[index] += tensor["bytes"]
+        elif name.startswith("token_embd"):
+            input_bytes += tensor["bytes"]
+        else:
+            output_bytes += tensor["bytes"]
+    return {
+        "architecture": arch,
+        "block_count": blocks,
+        "embedding_length": embd,
+        "head_count": heads,
+        "head_count_kv": [int(h) for h in heads_kv_raw] if isinstance(heads_kv_raw, list) else int(heads_kv_raw),
+        "key_length": _meta_int(meta, key("attention.key_length")) or (embd // heads if heads else 0),
+        "value_length": _meta_int(meta, key("attention.value_length")) or (embd // heads if heads else 0),
+        "vocab_size": vocab,
+        "context_length": _meta_int(meta, key("context_length")),
+        "feed_forward_length": _meta_int(meta, key("feed_forward_length")),
+        "expert_count": _meta_int(meta, key("expert_count")),
+        "expert_used_count": _meta_int(meta, key("expert_used_count")),
+        "expert_feed_forward_length": _meta_int(meta, key("expert_feed_forward_length")),
+        "expert_shared_feed_forward_length": _meta_int(meta, key("expert_shared_feed_forward_length")),
+        "sliding_window": window,
+        "sliding_window_layers": sliding,
+        "recurrent_layers": recurrent,
+        "ssm_conv_kernel": _meta_int(meta, key("ssm.conv_kernel")),
+        "ssm_state_size": _meta_int(meta, key("ssm.state_size")),
+        "ssm_group_count": _meta_int(meta, key("ssm.group_count")),
+        "ssm_inner_size": _meta_int(meta, key("ssm.inner_size")),
+        "layer_bytes": layer_bytes if any(layer_bytes) else None,
+        "output_bytes": output_bytes,
+        "input_bytes": input_bytes,
+    }
+
+
+#: Hugging Face model_type -> GGUF general.architecture written by convert_hf_to_gguf.py.
+GGUF_ARCH_BY_MODEL_TYPE = {
+    "qwen3_5_moe": "qwen35moe",
+    "qwen3_5_moe_text": "qwen35moe",
+    "qwen3_5": "qwen35",
+    "qwen3_5_text": "qwen35",
+    "qwen3_next": "qwen3next",
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3moe",
+    "qwen2": "qwen2",
+    "llama": "llama",
+    "mistral": "llama",
+    "mistral3": "mistral3",
+    "gemma3": "gemma3",
+    "gemma3_text": "gemma3",
+    "gpt_oss": "gptoss",
+    "deepseek_v3": "deepseek2",
+}
+
+
+def shape_from_architecture(arch: Any) -> Dict[str, Any]:
+    """GgufShape from the collection's ``ModelArchitecture`` (model_arch.py) of the base model,
+    for a GGUF whose header is not on the controller."""
+    from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (  # noqa: PLC0415
+        LAYER_LINEAR,
+        LAYER_SLIDING,
+    )
+
+    types = list(arch.layer_types)
+    value_heads = arch.linear_num_value_heads or 0
+    key_heads = arch.linear_num_key_heads or 0
+    return {
+        "architecture": GGUF_ARCH_BY_MODEL_TYPE.get(arch.model_type, arch.model_type),
+        "block_count": arch.num_layers,
+        "embedding_length": arch.hidden_size,
+        "head_count": arch.num_attention_heads,
+        "head_count_kv": arch.num_kv_heads,
+        "key_length": arch.head_dim,
+        "value_length": arch.head_dim,
+        "vocab_size": arch.vocab_size,
+        "context_length": arch.max_position_embeddings,
+        "feed_forward_length": arch.intermediate_size or 0,
+        "expert_count": arch.num_experts,
+        "expert_used_count": arch.num_experts_per_tok,
+        "expert_feed_forward_length": arch.moe_intermediate_size or 0,
+        "expert_shared_feed_forward_length": arch.shared_expert_intermediate_size or 0,
+        "sliding_window": arch.sliding_window or 0,
+        "sliding_window_layers": [i for i, t in enumerate(types) if t == LAYER_SLIDING],
+        "recurrent_layers": [i for i, t in enumerate(types) if t == LAYER_LINEAR],
+        # llama.cpp's GGUF names for the Gated-DeltaNet dimensions (convert_hf_to_gguf.py)
+        "ssm_conv_kernel": arch.linear_conv_kernel_dim or 0,
+        "ssm_state_size": arch.linear_key_head_dim or 0,
+        "ssm_group_count": key_heads,
+        "ssm_inner_size": value_heads * (arch.linear_value_head_dim or 0),
+    }
+
+
+def predict_server_vram(shape: Mapping[str, Any], weights_bytes: int, total_context: int) -> int:
+    """Ollama's own pre-load prediction (llm PredictServerVRAM, 0.30+): file size plus an f16 KV
+    guess over all layers, used to pick the batch size and to decide evictions."""
+    heads_kv = shape.get("head_count_kv")
+    if isinstance(heads_kv, Sequence) and not isinstance(heads_kv, str):
+        heads_kv = min(int(h) for h in heads_kv) if heads_kv else 0
+    heads_kv = int(heads_kv or 0) or 1
+    heads = int(shape.get("head_count") or 0)
+    head_dim = int(shape.get("embedding_length") or 0) // heads if heads else 0
+    return weights_bytes + 2 * int(shape["block_count"]) * heads_kv * head_dim * total_context * 2
+
+
+def automatic_batch(
+    era: str, total_context: int, predicted: int, available: int, flash_attention: bool, smallest_gpu: int
+) -> int:
+    """num_batch Ollama picks when the Modelfile sets none (server/sched.go, 0.30+; 512 before)."""
+    if era != "llama_server":
+        return DEFAULT_UBATCH
+    if not flash_attention:
+        return 256 if total_context > 4096 and smallest_gpu <= 8 * GIB else DEFAULT_UBATCH
+    batch = 2048 if total_context > 32768 else 1024 if total_context > 4096 else DEFAULT_UBATCH
+    while batch > DEFAULT_UBATCH:
+        threshold = available * 80 // 100
+        headroom = available * (60 if batch >= 2048 else 75) // 100
+        surcharge = 2 * GIB if batch >= 2048 else 768 * MIB
+        if predicted <= threshold and predicted <= headroom and surcharge <= threshold - predicted:
+            break
+        batch = 1024 if batch > 1024 else DEFAULT_UBATCH
+    return batch
+
+
+def _gpu_total(gpu: Mapping[str, Any]) -> int:
+    if gpu.get("memory_total_bytes") is not None:
+        return int(gpu["memory_total_bytes"])
+    if gpu.get("memory_total_mib") is not None:
+        return int(gpu["memory_total_mib"]) * MIB
+    raise OllamaBudgetError(f"GPU {gpu.get('index')}: memory_total_bytes (or memory_total_mib) is missing")
+
+
+def _layer_weights(shape: Mapping[str, Any], weights_bytes: int) -> Tuple[List[int], int]:
+    """Bytes per repeating layer and of the output layer; an even split when the tensor table is
+    unknown. Bytes the table assigns to no layer (token_embd) count with the output: safe side."""
+    blocks = int(shape["block_count"])
+    layer_bytes = shape.get("layer_bytes")
+    if layer_bytes and len(layer_bytes) == blocks:
+        per_layer = [int(b) for b in layer_bytes]
+        return per_layer, max(0, weights_bytes - sum(per_layer))
+    share = weights_bytes // (blocks + 1)
+    return [share] * blocks, weights_bytes - share * blocks
+
+
+def _repeating_on_gpu(blocks: int, offloaded: int) -> range:
+    """llama.cpp offloads the top layers first; the output layer goes last (offloaded > blocks)."""
+    return range(blocks - min(offloaded, blocks), blocks)
+
+
+def _split(
+    gpus: Sequence[Mapping[str, Any]],
+    layers: Sequence[Tuple[int, int, int]],
+    output_bytes: int,
+    compute: int,
+    reserve: int,
+    offloaded: int,
+) -> List[Dict[str, Any]]:
+    """Layer split in proportion to GPU memory (llama.cpp default tensor split), output on the last GPU."""
+    blocks = len(layers)
+    totals = [_gpu_total(g) for g in gpus]
+    on_gpu = list(_repeating_on_gpu(blocks, offloaded))
+    per_gpu, start, cumulative = [], 0, 0
+    for n, gpu in enumerate(gpus):
+        cumulative += totals[n]
+        end = len(on_gpu) if n == len(gpus) - 1 else int(round(len(on_gpu) * cumulative / sum(totals)))
+        mine = on_gpu[start:end]
+        start = end
+        holds_output = n == len(gpus) - 1 and offloaded > blocks
+        weights = sum(layers[i][0] for i in mine) + (output_bytes if holds_output else 0)
+        kv = sum(layers[i][1] for i in mine)
+        recurrent = sum(layers[i][2] for i in mine)
+        gpu_compute = compute if offloaded else 0
+        used = weights + kv + recurrent + gpu_compute + reserve
+        per_gpu.append(
+            {
+                "index": gpu.get("index", n),
+                "layers": len(mine) + (1 if holds_output else 0),
+                "weights_bytes": weights,
+                "kv_cache_bytes": kv,
+                "recurrent_state_bytes": recurrent,
+                "compute_bytes": gpu_compute,
+                "reserve_bytes": reserve,
+                "used_bytes": used,
+                "total_bytes": totals[n],
+                "used_gib": round(used / GIB, 3),
+                "total_gib": round(totals[n] / GIB, 3),
+                "free_gib": round((totals[n] - used) / GIB, 3),
+            }
+        )
+    return per_gpu
+
+
+def _check(checks: List[Dict[str, str]], check_id: str, severity: str, message: str) -> None:
+    checks.append({"id": check_id, "severity": severity, "message": message})
+
+
+def ollama_budget(
+    ollama_version: str,
+    model: Mapping[str, Any],
+    gpus: Sequence[Mapping[str, Any]],
+    *,
+    weights_bytes: int,
+    context_length: Optional[int] = None,
+    num_parallel: Optional[int] = None,
+    kv_cache_type: Optional[str] = None,
+    flash_attention: Optional[bool] = None,
+    num_gpu: Optional[int] = None,
+    num_batch: Optional[int] = None,
+    gpu_overhead_bytes: int = 0,
+    sched_spread: bool = False,
+    projector_bytes: int = 0,
+) -> Dict[str, Any]:
+    """The memory the pinned Ollama version will use; see the module docstring for the contract."""
+    version = parse_version(ollama_version)
+    if version < MIN_SUPPORTED:
+        raise OllamaBudgetError(
+            f"ollama_version {ollama_version}: planning supports Ollama 0.9.7 and later; pin a newer ollama_version"
+        )
+    era = era_of(version)
+    shape = dict(model)
+    gpu_list = [dict(g) for g in gpus]
+    arch = str(shape.get("architecture") or "")
+    checks: List[Dict[str, str]] = []
+    sources: Dict[str, str] = {}
+    if not gpu_list:
+        raise OllamaBudgetError("gpus: no GPU given; declare the host's GPUs in inventory or gather gpu_facts first")
+    if not shape.get("block_count"):
+        raise OllamaBudgetError("inferops_model: the architecture has no layer count (block_count)")
+    weights_bytes = int(weights_bytes or 0)
+    if weights_bytes <= 0:
+        raise OllamaBudgetError("inferops_model.weights_bytes: the GGUF file size is unknown; set weights_bytes")
+    if version[:2] > VERIFIED_UP_TO[:2]:
+        _check(
+            checks,
+            "ollama_version_unverified",
+            "info",
+            f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
+            "the rules of the llama-server era (0.30-0.33) are applied",
+        )
+    if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
+        _check(
+            checks,
+            "ollama_arch_unsupported",
+            "error",
+            f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
+        )
+
+    totals = [_gpu_total(g) for g in gpu_list]
+    reserve = CUDA_MINIMUM_BYTES + int(gpu_overhead_bytes)
+    trained = int(shape.get("context_length") or 0)
+
+    if context_length is None:
+        context_length, sources["context_length"] = (
+            default_context_length(version, sum(totals), gpu_overhead_bytes),
+            "default",
+        )
+    else:
+        context_length, sources["context_length"] = int(context_length), "inventory"
+    if context_length <= 0:
+        raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
+    if trained and context_length > trained:
+        _check(
+            checks,
+            "ollama_context_clamped",
+            "warning",
+            f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
+        )
+        context_length = trained
+
+    if num_parallel is None:
+        num_parallel, sources["num_parallel"] = 1, "default"
+    else:
+        num_parallel, sources["num_parallel"] = int(num_parallel), "inventory"
+    if num_parallel < 1:
+        raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
+    if num_parallel > 1 and forced_single_parallel(arch, version):
+        _check(
+            checks,
+            "ollama_parallel_forced",
+            "warning",
+            f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
+            f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
+        )
+        num_parallel, sources["num_parallel"] = 1, "forced by Ollama"
+
+    if kv_cache_type is None:
+        kv_cache_type, sources["kv_cache_type"] = "f16", "default"
+    else:
+        kv_cache_type, sources["kv_cache_type"] = str(kv_cache_type), "inventory"
+    if kv_cache_type not in KV_BYTES_PER_ELEMENT:
+        raise OllamaBudgetError(
+            f"ollama_kv_cache_type {kv_cache_type!r} is not accepted by Ollama; use f16, q8_0 or q4_0"
+        )
+
+    fa_supported = flash_attention_supported(gpu_list)
+    if flash_attention is None:
+        sources["flash_attention"] = "default"
+        # llama-server gets --flash-attn auto; the older runners enable it per architecture.
+        flash_attention = fa_supported and (era == "llama_server" or arch in FLASH_ATTENTION_DEFAULT_ARCHS)
+    else:
+        flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
+        if flash_attention and not fa_supported:
+            _check(
+                checks,
+                "ollama_flash_attention_gpu",
+                "warning",
+                "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
+            )
+            flash_attention = False
+
+    if kv_cache_type != "f16" and not flash_attention:
+        if era == "llama_server":
+            _check(
+                checks,
+                "ollama_kv_quantized_without_fa",
+                "error",
+                f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
+                "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
+            )
+        else:
+            _check(
+                checks,
+                "ollama_kv_quantized_without_fa",
+                "warning",
+                f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
+                "and uses f16; the budget counts f16",
+            )
+            kv_cache_type, sources["kv_cache_type"] = "f16", "fallback (no flash attention)"
+
+    total_context = context_length * num_parallel
+    predicted = predict_server_vram(shape, weights_bytes, total_context)
+    if num_batch is None:
+        available = sum(totals) - reserve * len(totals)
+        num_batch = automatic_batch(era, total_context, predicted, available, flash_attention, min(totals))
+        sources["num_batch"] = "default"
+    else:
+        num_batch, sources["num_batch"] = int(num_batch), "inventory"
+
+    blocks = int(shape["block_count"])
+    cells = _pad(total_context, KV_CELL_PADDING)
+    kv_layers = kv_bytes_per_layer(shape, cells, num_parallel, num_batch, kv_cache_type)
+    heads_kv = _per_layer_kv_heads(shape)
+    recurrent_layers = heads_kv.count(0)
+    rs_per_layer = (
+        recurrent_state_bytes_per_sequence(shape) // recurrent_layers * num_parallel if recurrent_layers else 0
+    )
+    layer_weights, output_bytes = _layer_weights(shape, weights_bytes)
+    output_bytes += int(projector_bytes)
+    layers = [(layer_weights[i], kv_layers[i], rs_per_layer if heads_kv[i] == 0 else 0) for i in range(blocks)]
+    compute = compute_buffer_bytes(shape, num_batch, cells, flash_attention)
+
+    # Which GPUs: without OLLAMA_SCHED_SPREAD Ollama prefers the fewest GPUs that hold everything.
+    whole = sum(sum(layer) for layer in layers) + output_bytes + compute + reserve
+    if not sched_spread and len(gpu_list) > 1:
+        largest = max(range(len(gpu_list)), key=lambda n: totals[n])
+        if whole + FIT_TARGET_BYTES <= totals[largest]:
+            gpu_list = [gpu_list[largest]]
+
+    # How many layers: num_gpu is passed as -ngl and obeyed; otherwise the engine fits layers,
+    # keeping a margin free (llama.cpp --fit: 1024 MiB; the older estimate: one spare layer).
+    if num_gpu is not None:
+        offloaded = max(0, min(int(num_gpu), blocks + 1))
+        sources["num_gpu"] = "inventory"
+        per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
+    else:
+        sources["num_gpu"] = "default"
+        margin = FIT_TARGET_BYTES if era == "llama_server" else sum(layers[0]) if era == "estimate" else 0
+        offloaded = blocks + 1
+        while True:
+            per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
+            if offloaded == 0 or all(g["used_bytes"] + margin <= g["total_bytes"] for g in per_gpu):
+                break
+            offloaded -= 1
+
+    for gpu in per_gpu:
+        if gpu["used_bytes"] > gpu["total_bytes"]:
+            _check(
+                checks,
+                "ollama_vram_exceeded",
+                "error",
+                f"GPU {gpu['index']}: {gpu['used_bytes'] / GIB:.2f} GiB needed, {gpu['total_bytes'] / GIB:.2f} GiB "
+                f"present with num_gpu {offloaded}; lower ollama_context_length or ollama_num_gpu, or pick a "
+                "smaller quantization",
+            )
+    if offloaded < blocks + 1:
+        _check(
+            checks,
+            "ollama_partial_offload",
+            "warning",
+            f"{offloaded} of {blocks + 1} layers are on the GPUs; the rest run on the CPU, much slower",
+        )
+
+    used = sum(g["used_bytes"] for g in per_gpu)
+    kv_total = sum(g["kv_cache_bytes"] for g in per_gpu)
+    rs_total = sum(g["recurrent_state_bytes"] for g in per_gpu)
+    memory = {
+        "weights_bytes": weights_bytes,
+        "weights_on_gpu_bytes": sum(g["weights_bytes"] for g in per_gpu),
+        "kv_cache_bytes": kv_total,
+        "recurrent_state_bytes": rs_total,
+        "compute_bytes": sum(g["compute_bytes"] for g in per_gpu),
+        "reserve_bytes": reserve * len(per_gpu),
+        "vram_used_bytes": used,
+        "gpu_total_gib": round(sum(g["total_bytes"] for g in per_gpu) / GIB, 3),
+        "weights_gib": round(sum(g["weights_bytes"] for g in per_gpu) / GIB, 3),
+        "kv_cache_gib": round((kv_total + rs_total) / GIB, 3),
+        "overhead_gib": round(sum(g["compute_bytes"] + g["reserve_bytes"] for g in per_gpu) / GIB, 3),
+        "vram_used_gib": round(used / GIB, 3),
+        "kv_cache_tokens": total_context,
+        "max_concurrency": num_parallel,
+    }
+    return {
+        "engine_version": ".".join(str(p) for p in version),
+        "era": era,
+        "settings": {
+            "context_length": context_length,
+            "num_parallel": num_parallel,
+            "kv_cache_type": kv_cache_type,
+            "flash_attention": flash_attention,
+            "num_gpu": offloaded if num_gpu is None else int(num_gpu),
+            "num_batch": num_batch,
+        },
+        "setting_sources": sources,
+        "memory": memory,
+        "per_gpu": per_gpu,
+        "layers": {"total": blocks + 1, "offloaded": offloaded},
+        "ollama_predicted_bytes": predicted,
+        "checks": checks,
+    }
