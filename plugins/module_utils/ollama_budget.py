@@ -51,6 +51,8 @@ import math
 import struct
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils.model_arch import LAYER_LINEAR, LAYER_SLIDING
+
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -78,8 +80,28 @@ FORCED_SINGLE_PARALLEL = {
 }
 #: Architectures whose GGUF Ollama enables flash attention for by default (fs/ggml FlashAttention()).
 FLASH_ATTENTION_DEFAULT_ARCHS = frozenset(
-    "gemma3 gemma3n gemma4 gptoss gpt-oss qwen3 qwen3moe qwen35 qwen35moe qwen3next qwen3vl qwen3vlmoe "
-    "mistral3 lfm2 lfm2moe nemotron_h nemotron_h_moe olmo3 glm4moelite bert".split()
+    {
+        "gemma3",
+        "gemma3n",
+        "gemma4",
+        "gptoss",
+        "gpt-oss",
+        "qwen3",
+        "qwen3moe",
+        "qwen35",
+        "qwen35moe",
+        "qwen3next",
+        "qwen3vl",
+        "qwen3vlmoe",
+        "mistral3",
+        "lfm2",
+        "lfm2moe",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "olmo3",
+        "glm4moelite",
+        "bert",
+    }
 )
 #: Bytes per KV element as llama.cpp allocates them (ggml block sizes: q8_0 34/32, q4_0 18/32).
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
@@ -225,7 +247,7 @@ def kv_bytes_per_layer(
             out.append(0)
             continue
         cells = kv_cells(shape, layer, total_context, num_parallel, ubatch)
-        out.append(int(math.ceil(cells * (key_length + value_length) * heads_kv * per_element)))
+        out.append(math.ceil(cells * (key_length + value_length) * heads_kv * per_element))
     return out
 
 
@@ -444,11 +466,6 @@ GGUF_ARCH_BY_MODEL_TYPE = {
 def shape_from_architecture(arch: Any) -> Dict[str, Any]:
     """GgufShape from the collection's ``ModelArchitecture`` (model_arch.py) of the base model,
     for a GGUF whose header is not on the controller."""
-    from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (  # noqa: PLC0415
-        LAYER_LINEAR,
-        LAYER_SLIDING,
-    )
-
     types = list(arch.layer_types)
     value_heads = arch.linear_num_value_heads or 0
     key_heads = arch.linear_num_key_heads or 0
@@ -549,7 +566,7 @@ def _split(
     per_gpu, start, cumulative = [], 0, 0
     for n, gpu in enumerate(gpus):
         cumulative += totals[n]
-        end = len(on_gpu) if n == len(gpus) - 1 else int(round(len(on_gpu) * cumulative / sum(totals)))
+        end = len(on_gpu) if n == len(gpus) - 1 else round(len(on_gpu) * cumulative / sum(totals))
         mine = on_gpu[start:end]
         start = end
         holds_output = n == len(gpus) - 1 and offloaded > blocks
