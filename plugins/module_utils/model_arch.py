@@ -20,6 +20,8 @@ Public API (names are stable; other module_utils and plugins import them):
     ``linear_value_head_dim``, ``linear_conv_kernel_dim``,
     MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``, ``num_shared_experts``,
     ``shared_expert_intermediate_size``,
+    ``attn_output_gate``, ``q_lora_rank``, ``first_k_dense_replace`` (leading dense layers of MoE models),
+    ``vision_depth``, ``vision_hidden_size``, ``vision_intermediate_size``,
     ``vocab_size``, ``max_position_embeddings``, ``rope_type``, ``rope_factor``,
     ``rope_original_max_position_embeddings``, ``mamba_ssm_dtype``, ``dtype``,
     ``tie_word_embeddings``, ``mtp_layers``, ``has_vision``, ``quantization``
@@ -64,6 +66,10 @@ _LAYER_ALIASES = {
     "sliding_window": LAYER_SLIDING,
     "local_attention": LAYER_SLIDING,
 }
+
+# Qwen3-Next / Qwen3.5 / Qwen3.6 gate their attention output even when config.json omits the key
+# (vLLM Qwen3NextAttention: getattr(config, "attn_output_gate", True)).
+_GATED_ATTENTION_MODEL_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")
 
 QUANT_SCHEMES = (
     "awq_int4",
@@ -410,7 +416,9 @@ class ModelArchitecture:
     layer_types: Tuple[str, ...]
     intermediate_size: Optional[int] = None
     sliding_window: Optional[int] = None
+    attn_output_gate: bool = False
     kv_lora_rank: Optional[int] = None
+    q_lora_rank: Optional[int] = None
     qk_rope_head_dim: Optional[int] = None
     qk_nope_head_dim: Optional[int] = None
     v_head_dim: Optional[int] = None
@@ -424,6 +432,7 @@ class ModelArchitecture:
     moe_intermediate_size: Optional[int] = None
     num_shared_experts: int = 0
     shared_expert_intermediate_size: Optional[int] = None
+    first_k_dense_replace: int = 0
     rope_type: Optional[str] = None
     rope_factor: Optional[float] = None
     rope_original_max_position_embeddings: Optional[int] = None
@@ -432,6 +441,9 @@ class ModelArchitecture:
     tie_word_embeddings: bool = False
     mtp_layers: int = 0
     has_vision: bool = False
+    vision_depth: int = 0
+    vision_hidden_size: int = 0
+    vision_intermediate_size: int = 0
     quantization: Optional[QuantizationInfo] = None
 
     @classmethod
@@ -495,6 +507,8 @@ class ModelArchitecture:
         if quant_raw is not None or hf_quant_config is not None:
             quantization = QuantizationInfo.from_config(quant_raw or {}, hf_quant_config)
         tie = top.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
+        vision = top.get("vision_config")
+        vision = dict(vision) if isinstance(vision, Mapping) else {}
         return cls(
             architecture=str(archs[0]) if archs else "",
             model_type=model_type,
@@ -508,7 +522,9 @@ class ModelArchitecture:
             layer_types=layer_types,
             intermediate_size=_int_or_none(text.get("intermediate_size"), "intermediate_size"),
             sliding_window=sliding_window,
+            attn_output_gate=bool(text.get("attn_output_gate", model_type in _GATED_ATTENTION_MODEL_TYPES)),
             kv_lora_rank=kv_lora_rank,
+            q_lora_rank=_int_or_none(text.get("q_lora_rank"), "q_lora_rank"),
             qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim"), "qk_rope_head_dim"),
             qk_nope_head_dim=_int_or_none(text.get("qk_nope_head_dim"), "qk_nope_head_dim"),
             v_head_dim=_int_or_none(text.get("v_head_dim"), "v_head_dim"),
@@ -525,6 +541,7 @@ class ModelArchitecture:
             moe_intermediate_size=_int_or_none(text.get("moe_intermediate_size"), "moe_intermediate_size"),
             num_shared_experts=shared,
             shared_expert_intermediate_size=shared_size,
+            first_k_dense_replace=_int_or_none(text.get("first_k_dense_replace"), "first_k_dense_replace") or 0,
             rope_type=rope_type,
             rope_factor=rope_factor,
             rope_original_max_position_embeddings=rope_original,
@@ -535,7 +552,11 @@ class ModelArchitecture:
                 _first(text, "mtp_num_hidden_layers", "num_nextn_predict_layers"), "mtp_num_hidden_layers"
             )
             or 0,
-            has_vision=isinstance(top.get("vision_config"), Mapping),
+            has_vision=bool(vision),
+            vision_depth=_int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth") or 0,
+            vision_hidden_size=_int_or_none(vision.get("hidden_size"), "vision_config.hidden_size") or 0,
+            vision_intermediate_size=_int_or_none(vision.get("intermediate_size"), "vision_config.intermediate_size")
+            or 0,
             quantization=quantization,
         )
 
