@@ -1,5 +1,5 @@
-# Copyright (c) inferops.llm contributors
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
 """VRAM budget of a GGUF model served by a pinned Ollama version.
 
 Public API (plain dicts in, plain dicts out; no Ansible imports):

@@ -1,0 +1,226 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""What the ollama role writes, as plain functions (the ``inferops.llm.ollama_*`` filters wrap them).
+
+``archive_name(version, arch) -> str``: the Linux release asset of an Ollama version
+(``ollama-linux-amd64.tar.zst`` from 0.14.0, ``.tgz`` before; ``arch`` amd64/arm64 or x86_64/aarch64).
+
+``ollama_environment(settings, options) -> dict``: the service environment. ``settings`` are the
+plan's Ollama settings (``inferops_plan.settings``; a value may be given as ``{"value": v, ...}``),
+``options`` the role's own variables without the ``ollama_`` prefix (``host``, ``models_dir``,
+``keep_alive``, ``max_loaded_models``, ``sched_spread``, ``gpus``, ``gpu_overhead_bytes``,
+``context_length``... which win over the plan). Unset values are left out so Ollama's own
+default applies.
+
+``systemd_environment_lines(env) -> list``: ``Environment=`` values quoted for a unit file.
+
+``modelfile_parameters(settings, options, profile) -> dict`` and ``ollama_modelfile(source,
+parameters, system=None, template=None) -> str``: the Modelfile of an imported GGUF.
+
+``model_drift(show, wanted_parameters, wanted_digest=None) -> list``: how the model Ollama reports
+(``POST /api/show``) differs from what is wanted; empty when it matches.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+ZSTD_SINCE = (0, 14, 0)  # ollama commit 34d0c55ea "Linux: switch to zstd compression"
+ARCH_ALIASES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+ParameterValue = Union[str, List[str]]
+
+
+class OllamaRenderError(ValueError):
+    """Bad role input; the message names the variable."""
+
+
+def _version(version: str) -> tuple:
+    match = VERSION_RE.match(str(version))
+    if not match:
+        raise OllamaRenderError(f"ollama_version {version!r} must be an exact release such as '0.32.9'")
+    return tuple(int(p) for p in match.groups())
+
+
+def archive_name(version: str, arch: str) -> str:
+    go_arch = ARCH_ALIASES.get(str(arch))
+    if go_arch is None:
+        raise OllamaRenderError(f"ollama_arch {arch!r}: Ollama publishes Linux archives for amd64 and arm64 only")
+    suffix = "tar.zst" if _version(version) >= ZSTD_SINCE else "tgz"
+    return f"ollama-linux-{go_arch}.{suffix}"
+
+
+def _setting(settings: Mapping[str, Any], key: str) -> Any:
+    value = settings.get(key)
+    if isinstance(value, Mapping):
+        return value.get("value")
+    return value
+
+
+def _pick(options: Mapping[str, Any], settings: Mapping[str, Any], key: str) -> Any:
+    value = options.get(key)
+    return _setting(settings, key) if value is None else value
+
+
+def _bool_text(value: Any) -> str:
+    if isinstance(value, str):
+        value = value.strip().lower() in ("1", "true", "yes", "on")
+    return "1" if value else "0"
+
+
+def ollama_environment(settings: Mapping[str, Any], options: Mapping[str, Any]) -> Dict[str, str]:
+    env: Dict[str, str] = {"OLLAMA_HOST": str(options.get("host") or "127.0.0.1:11434")}
+    if options.get("models_dir"):
+        env["OLLAMA_MODELS"] = str(options["models_dir"])
+    for key, name in (
+        ("context_length", "OLLAMA_CONTEXT_LENGTH"),
+        ("num_parallel", "OLLAMA_NUM_PARALLEL"),
+        ("kv_cache_type", "OLLAMA_KV_CACHE_TYPE"),
+    ):
+        value = _pick(options, settings, key)
+        if value is not None and value != "":
+            env[name] = str(value)
+    flash_attention = _pick(options, settings, "flash_attention")
+    if flash_attention is not None:
+        env["OLLAMA_FLASH_ATTENTION"] = _bool_text(flash_attention)
+    if options.get("keep_alive") not in (None, ""):
+        env["OLLAMA_KEEP_ALIVE"] = str(options["keep_alive"])
+    if options.get("max_loaded_models") is not None:
+        env["OLLAMA_MAX_LOADED_MODELS"] = str(int(options["max_loaded_models"]))
+    if options.get("sched_spread") is not None:
+        env["OLLAMA_SCHED_SPREAD"] = _bool_text(options["sched_spread"])
+    if options.get("gpu_overhead_bytes"):
+        env["OLLAMA_GPU_OVERHEAD"] = str(int(options["gpu_overhead_bytes"]))
+    gpus = options.get("gpus")
+    if gpus is not None:
+        if isinstance(gpus, str) or not isinstance(gpus, Sequence):
+            raise OllamaRenderError(f"ollama_gpus must be a list of GPU indices or UUIDs, got {gpus!r}")
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+    for name, value in dict(options.get("extra_environment") or {}).items():
+        if not re.match(r"^[A-Z_][A-Z0-9_]*$", str(name)):
+            raise OllamaRenderError(f"ollama_environment_extra: {name!r} is not an environment variable name")
+        env[str(name)] = str(value)
+    return env
+
+
+def systemd_environment_lines(env: Mapping[str, Any]) -> List[str]:
+    """``"NAME=value"`` double-quoted for ``Environment=``: backslash and quote escaped, % doubled."""
+    lines = []
+    for name, value in env.items():
+        text = f"{name}={value}".replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        if "\n" in text:
+            raise OllamaRenderError(f"environment variable {name} contains a newline")
+        lines.append(f'"{text}"')
+    return lines
+
+
+#: Modelfile PARAMETER names Ollama accepts (api/types.go Options), with the type it parses.
+PARAMETER_TYPES = {
+    "num_ctx": int, "num_batch": int, "num_gpu": int, "main_gpu": int, "num_thread": int, "num_keep": int,
+    "num_predict": int, "seed": int, "top_k": int, "repeat_last_n": int, "temperature": float, "top_p": float,
+    "min_p": float, "typical_p": float, "repeat_penalty": float, "presence_penalty": float,
+    "frequency_penalty": float, "stop": str, "use_mmap": bool,
+}  # fmt: skip
+
+
+def _parameter_text(name: str, value: Any) -> str:
+    kind = PARAMETER_TYPES.get(name)
+    if kind is None:
+        raise OllamaRenderError(f"Modelfile parameter {name!r} is not one Ollama accepts")
+    if kind is bool:
+        return "true" if value in (True, "true", "True", 1, "1") else "false"
+    if kind is float:
+        return repr(float(value)).removesuffix(".0") if float(value).is_integer() else repr(float(value))
+    if kind is int:
+        return str(int(value))
+    return str(value)
+
+
+def modelfile_parameters(
+    settings: Mapping[str, Any], options: Mapping[str, Any], profile: Optional[Mapping[str, Any]] = None
+) -> Dict[str, ParameterValue]:
+    """num_ctx / num_gpu / num_batch from the plan (role variables win), then the profile's parameters."""
+    parameters: Dict[str, ParameterValue] = {}
+    for key, name in (("context_length", "num_ctx"), ("num_gpu", "num_gpu"), ("num_batch", "num_batch")):
+        value = _pick(options, settings, key)
+        if value is not None:
+            parameters[name] = _parameter_text(name, value)
+    for name, value in dict((profile or {}).get("parameters") or {}).items():
+        if isinstance(value, (list, tuple)):
+            parameters[name] = [_parameter_text(name, v) for v in value]
+        else:
+            parameters[name] = _parameter_text(name, value)
+    return parameters
+
+
+def _quote_block(text: str) -> str:
+    if '"""' in text:
+        raise OllamaRenderError('a Modelfile SYSTEM or TEMPLATE text must not contain """')
+    return f'"""{text}"""'
+
+
+def ollama_modelfile(
+    source: str, parameters: Mapping[str, Any], system: Optional[str] = None, template: Optional[str] = None
+) -> str:
+    lines = [f"FROM {source}"]
+    for name in sorted(parameters):
+        values = parameters[name]
+        for value in values if isinstance(values, list) else [values]:
+            lines.append(f"PARAMETER {name} {value}")
+    if template:
+        lines.append(f"TEMPLATE {_quote_block(template)}")
+    if system:
+        lines.append(f"SYSTEM {_quote_block(system)}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_show_parameters(text: str) -> Dict[str, ParameterValue]:
+    """The ``parameters`` text of /api/show ("name   value" per line, repeated for stop)."""
+    parsed: Dict[str, ParameterValue] = {}
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        name, _, value = line.strip().partition(" ")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if name in parsed:
+            previous = parsed[name]
+            parsed[name] = (previous if isinstance(previous, list) else [previous]) + [value]
+        else:
+            parsed[name] = value
+    return parsed
+
+
+def _normal(name: str, value: ParameterValue) -> ParameterValue:
+    if isinstance(value, list):
+        return sorted(_normal(name, v) for v in value)  # type: ignore[misc]
+    try:
+        return _parameter_text(name, value)
+    except (OllamaRenderError, ValueError):
+        return str(value)
+
+
+def model_drift(
+    show: Optional[Mapping[str, Any]], wanted_parameters: Mapping[str, Any], wanted_digest: Optional[str] = None
+) -> List[str]:
+    if not show:
+        return ["model is not present"]
+    drift = []
+    reported = parse_show_parameters(str(show.get("parameters") or ""))
+    for name, value in wanted_parameters.items():
+        if name not in reported:
+            drift.append(f"parameter {name} missing (wanted {value})")
+        elif _normal(name, reported[name]) != _normal(name, value):
+            drift.append(f"parameter {name} is {reported[name]} (wanted {value})")
+    for name in reported:
+        # Ollama adds stop words from the chat template it detects in the GGUF: not ours to judge.
+        if name not in wanted_parameters and name != "stop":
+            drift.append(f"parameter {name} is set but not wanted")
+    if wanted_digest:
+        digest = wanted_digest.removeprefix("sha256:")
+        if f"sha256-{digest}" not in str(show.get("modelfile") or ""):
+            drift.append(f"weights are not the wanted GGUF (sha256 {digest[:12]})")
+    return drift
