@@ -516,7 +516,7 @@ def check_vllm(
     findings += _check_prefix_caching(ver, arch, s, hybrid)
     findings += _check_mamba_block(ver, s, budget, hybrid)
     findings += _check_memory(s, budget, layout or {})
-    findings += _check_max_num_seqs(ver, s, budget, hybrid)
+    findings += _check_max_num_seqs(ver, arch, s, budget, hybrid)
     findings += _check_cudagraph(s)
     findings += _check_kv_scales(ver, arch, s, hybrid)
     findings += check_driver(driver, gpus)
@@ -1046,7 +1046,9 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
     return findings
 
 
-def _check_max_num_seqs(ver: Version, s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool) -> List[Finding]:
+def _check_max_num_seqs(
+    ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
+) -> List[Finding]:
     findings = []
     seqs = s.get("max_num_seqs")
     batched = s.get("max_num_batched_tokens")
@@ -1076,20 +1078,55 @@ def _check_max_num_seqs(ver: Version, s: Mapping[str, Any], budget: Mapping[str,
             )
         )
         return findings
+    state_blocks = budget.get("state_blocks_per_seq")
+    if state_blocks is None and hybrid:
+        state_blocks = state_blocks_per_sequence(arch, mamba_cache_mode(ver, s, hybrid), s)
+    if hybrid and blocks and state_blocks and seqs * int(state_blocks) * 2 > int(blocks):
+        fitting = max(1, int(blocks) // (2 * int(state_blocks)))
+        findings.append(
+            _finding(
+                "max-num-seqs",
+                "warning",
+                f"{seqs} running sequences pin {seqs * int(state_blocks)} of the {blocks} KV cache blocks for "
+                f"their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length), leaving "
+                "less than half for attention tokens: long requests get preempted and memory runs short",
+                "vllm_max_num_seqs",
+                fitting,
+            )
+        )
+        return findings
     concurrency = budget.get("max_concurrency")
     if concurrency is not None and seqs > max(1, math.floor(float(concurrency))):
         findings.append(
             _finding(
                 "max-num-seqs",
-                "warning",
-                f"max_num_seqs {seqs} is more than the KV cache holds at max_model_len "
-                f"({float(concurrency):.2f} full-length sequences): memory is sized for fewer sequences, "
-                "and long requests get preempted",
+                "info",
+                f"the KV cache holds {float(concurrency):.2f} sequences of max_model_len at once; with max_num_seqs "
+                f"{seqs} shorter requests share it and full-length ones queue",
                 "vllm_max_num_seqs",
                 max(1, math.floor(float(concurrency))),
             )
         )
     return findings
+
+
+def state_blocks_per_sequence(arch: Mapping[str, Any], mode: str, s: Mapping[str, Any]) -> int:
+    """KV cache blocks a running sequence of a hybrid model pins for recurrent state.
+
+    vLLM groups layers per type in groups of min(#layers per type) (kv_cache_utils); each Mamba/GDN
+    group needs 1 + num_spec blocks per request in mode none, 2 + num_spec in align mode.
+    """
+    linear = int(arch.get("linear_attention_layers") or 0)
+    attention = int(arch.get("full_attention_layers") or 0) + int(arch.get("sliding_window_layers") or 0)
+    if not linear:
+        return 0
+    group = min(linear, attention) if attention else linear
+    if attention and max(linear, attention) < 1.5 * group:
+        group = max(linear, attention)
+    spec = s.get("speculative_config") or {}
+    num_spec = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, Mapping) else 0
+    per_group = (2 if mode == "align" else 1) + num_spec
+    return math.ceil(linear / group) * per_group
 
 
 def _check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
