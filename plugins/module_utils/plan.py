@@ -1,0 +1,806 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""A host's plan: what the pinned engine will do with this model on these GPUs.
+
+Orchestration only. The maths lives elsewhere and is called from here:
+``model_arch`` / ``model_catalogue`` (architecture, weights), ``vllm_budget`` and
+``ollama_budget`` (memory), ``layout`` (TP/PP/DP and GPU order), ``checks`` (findings and the
+values chosen for unset settings). This module validates the host's inputs, assembles those
+results into the plan dict of docs/plan.md and renders the service's argv and environment.
+
+Inputs are the host's variables (a mapping of name -> value; only the names listed here are read,
+so secrets such as ``vllm_api_key`` or an HF token never enter the plan).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils.checks import check_ollama
+from ansible_collections.inferops.llm.plugins.module_utils.layout import select_layout
+from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils.ollama_budget import (
+    ollama_budget,
+    shape_from_architecture,
+)
+from ansible_collections.inferops.llm.plugins.module_utils.ollama_render import ollama_environment
+
+GIB = float(1 << 30)
+MIB = 1 << 20
+ENGINES = ("vllm", "ollama")
+SEVERITIES = ("error", "warning", "info")
+
+# vLLM publishes versions like 0.26.0 and, rarely, 0.10.1.1; Ollama 0.30.0.
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:\.\d+)?$")
+_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names that carry credentials. Values under such names never enter a plan: they go through the
+# engine roles' secret variables into a 0600 environment file.
+_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
+# Values that look like credentials wherever they appear (Hugging Face, OpenAI-style keys).
+_SECRET_VALUE_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{20,}")
+_SECRET_FLAGS = ("--api-key", "--hf-token")
+# vLLM's human_readable_int: lowercase k/m/g/t decimal, uppercase K/M/G/T binary.
+_HUMAN_INT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+_HUMAN_UNITS = {
+    "": 1,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "t": 10**12,
+    "K": 1 << 10,
+    "M": 1 << 20,
+    "G": 1 << 30,
+    "T": 1 << 40,
+}
+_MODEL_KEYS = ("repo", "revision", "config", "config_file", "base_model", "file", "weights_bytes", "quantization")
+
+
+class PlanInputError(ValueError):
+    """The host's inputs cannot be planned. ``errors`` lists every problem, each naming its variable."""
+
+    def __init__(self, errors: Sequence[str]):
+        self.errors = list(errors)
+        super().__init__("; ".join(self.errors))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One engine setting read from ``<engine>_<name>``.
+
+    kind: int, float, bool, str, map, list, int_or_auto (vLLM max_model_len: "auto" = -1),
+    bytes (vLLM human-readable byte count). flag: the engine's CLI flag (vLLM) or environment
+    variable (Ollama), None when the setting is not rendered there. since/until: first version
+    that has the flag, first version that no longer has it. negatable: vLLM BooleanOptionalAction
+    (``--no-<flag>`` turns it off).
+    """
+
+    name: str
+    kind: str
+    flag: Optional[str] = None
+    since: Optional[str] = None
+    until: Optional[str] = None
+    negatable: bool = False
+    choices: Tuple[str, ...] = ()
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _vllm(name: str, kind: str, **kwargs: Any) -> Setting:
+    return Setting(name, kind, flag=_flag(name), **kwargs)
+
+
+# Flags verified in the `vllm serve` parsers of 0.19.1 and 0.33.0 (engine/arg_utils.py,
+# entrypoints/*/cli_args.py); `until` marks flags that the later release no longer has.
+VLLM_SETTINGS: Tuple[Setting, ...] = (
+    _vllm("max_model_len", "int_or_auto", minimum=1),
+    _vllm("max_num_seqs", "int", minimum=1),
+    _vllm("max_num_batched_tokens", "int", minimum=1),
+    _vllm("gpu_memory_utilization", "float", minimum=0.01, maximum=1.0),
+    _vllm("kv_cache_memory_bytes", "bytes", minimum=1),
+    _vllm("kv_cache_dtype", "str"),
+    _vllm("block_size", "int", minimum=1),
+    _vllm("enable_prefix_caching", "bool", negatable=True),
+    _vllm("enable_chunked_prefill", "bool", negatable=True),
+    _vllm("mamba_cache_mode", "str", choices=("align", "none", "all")),
+    _vllm("mamba_block_size", "int", minimum=1),
+    _vllm("mamba_cache_dtype", "str", choices=("auto", "float32", "float16", "bfloat16")),
+    _vllm("mamba_ssm_cache_dtype", "str", choices=("auto", "float32", "float16", "bfloat16")),
+    _vllm("attention_backend", "str"),
+    _vllm("tensor_parallel_size", "int", minimum=1),
+    _vllm("pipeline_parallel_size", "int", minimum=1),
+    _vllm("data_parallel_size", "int", minimum=1),
+    _vllm("enable_expert_parallel", "bool"),
+    _vllm("disable_custom_all_reduce", "bool"),
+    _vllm("distributed_executor_backend", "str", choices=("mp", "ray", "uni", "external_launcher")),
+    _vllm("max_cudagraph_capture_size", "int", minimum=1),
+    _vllm("enforce_eager", "bool"),
+    _vllm("dtype", "str", choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
+    _vllm("quantization", "str"),
+    _vllm("trust_remote_code", "bool"),
+    _vllm("calculate_kv_scales", "bool", until="0.33.0"),
+    _vllm("served_model_name", "str"),
+    _vllm("tool_call_parser", "str"),
+    _vllm("enable_auto_tool_choice", "bool"),
+    _vllm("reasoning_parser", "str"),
+    _vllm("default_chat_template_kwargs", "map"),
+    _vllm("generation_config", "str"),
+    _vllm("hf_overrides", "map"),
+    _vllm("limit_mm_per_prompt", "map"),
+    _vllm("language_model_only", "bool"),
+    _vllm("speculative_config", "map"),
+    _vllm("host", "str"),
+    _vllm("port", "int", minimum=1, maximum=65535),
+)
+
+# Ollama settings (the ollama_* variables). Its environment is rendered by ollama_render.
+OLLAMA_SETTINGS: Tuple[Setting, ...] = (
+    Setting("context_length", "int", minimum=1),
+    Setting("num_parallel", "int", minimum=1),
+    Setting("kv_cache_type", "str", choices=("f16", "q8_0", "q4_0")),
+    Setting("flash_attention", "bool"),
+    Setting("num_gpu", "int", minimum=0),
+    Setting("num_batch", "int", minimum=1),
+    Setting("gpu_overhead_bytes", "bytes", minimum=0),
+    Setting("sched_spread", "bool"),
+)
+
+# Inputs beside the engine settings: layout requests and pass-through values.
+_EXTRA_VARS = {
+    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment"),
+    "ollama": ("ollama_gpus", "ollama_host", "ollama_environment_extra"),
+}
+# The variable holding extra service environment, per engine (the engine roles' names).
+ENVIRONMENT_VAR = {"vllm": "vllm_environment", "ollama": "ollama_environment_extra"}
+
+ENGINE_SETTINGS = {"vllm": VLLM_SETTINGS, "ollama": OLLAMA_SETTINGS}
+
+
+def version_tuple(version: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def setting_available(setting: Setting, version: str) -> bool:
+    """Whether the pinned engine version has the setting's flag."""
+    pinned = version_tuple(version)
+    if setting.since and pinned < version_tuple(setting.since):
+        return False
+    return not (setting.until and pinned >= version_tuple(setting.until))
+
+
+def input_names(engine: Optional[str] = None) -> List[str]:
+    """Every variable name this module reads (for one engine, or for all)."""
+    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version"]
+    for name in ENGINES if engine is None else (engine,):
+        names += [f"{name}_{s.name}" for s in ENGINE_SETTINGS[name]]
+        names += list(_EXTRA_VARS[name])
+    return names
+
+
+# ------------------------------------------------------------------------------------ validation
+
+
+@dataclass
+class HostInputs:
+    """The validated inputs of one host."""
+
+    engine: str
+    engine_version: str
+    model: Dict[str, Any]
+    settings: Dict[str, Any]  # setting name -> value, only those set in inventory
+    gpus: Optional[List[int]] = None
+    extra_args: List[str] = field(default_factory=list)
+    environment: Dict[str, str] = field(default_factory=dict)
+    listen: Optional[str] = None  # ollama_host (vLLM's --host/--port are settings)
+
+
+def _is_unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _bool(value: Any) -> Optional[bool]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "no", "off", "0"):
+        return False
+    return None
+
+
+def _number(value: Any, kind: str) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if kind == "int":
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.match(r"^\s*-?\d+\s*$", value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def parse_human_bytes(value: Any) -> Optional[int]:
+    """A byte count as vLLM's --kv-cache-memory-bytes reads it (``20600M`` = 20600 x 2^20)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    match = _HUMAN_INT_RE.match(str(value))
+    if not match:
+        return None
+    return int(float(match.group(1)) * _HUMAN_UNITS[match.group(2)])
+
+
+def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
+    kind = setting.kind
+    if kind == "bool":
+        result = _bool(value)
+        if result is None:
+            errors.append(f"{var} must be true or false, got {value!r}")
+        return result
+    if kind == "int_or_auto":
+        if (isinstance(value, str) and value.strip().lower() == "auto") or value == -1:
+            return "auto"
+        kind = "int"
+    if kind in ("int", "float"):
+        number = _number(value, kind)
+        if number is None:
+            errors.append(f"{var} must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}")
+            return None
+        if setting.minimum is not None and number < setting.minimum:
+            errors.append(f"{var} must be at least {setting.minimum:g}, got {value!r}")
+        if setting.maximum is not None and number > setting.maximum:
+            errors.append(f"{var} must be at most {setting.maximum:g}, got {value!r}")
+        return number
+    if kind == "bytes":
+        number = parse_human_bytes(value)
+        if number is None or (setting.minimum is not None and number < setting.minimum):
+            errors.append(f"{var} must be a byte count such as 21474836480 or 20600M (M = MiB), got {value!r}")
+        return number
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            errors.append(f"{var} must be a mapping, got {type(value).__name__}")
+            return None
+        return _plain(value)
+    if kind == "list":
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            errors.append(f"{var} must be a list, got {type(value).__name__}")
+            return None
+        return _plain(value)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        errors.append(f"{var} must be a string, got {type(value).__name__}")
+        return None
+    text = str(value).strip()
+    if setting.choices and text not in setting.choices:
+        errors.append(f"{var} must be one of {', '.join(setting.choices)}, got {text!r}")
+    return text
+
+
+def _plain(value: Any) -> Any:
+    """Plain dict/list copy of a mapping or sequence (ansible-core passes lazy containers)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _validate_model(value: Any, errors: List[str]) -> Dict[str, Any]:
+    if not isinstance(value, Mapping):
+        errors.append(
+            "inferops_model is required: a mapping with repo (Hugging Face id such as Qwen/Qwen3-8B) and "
+            "revision (a commit sha, branch or tag)"
+        )
+        return {}
+    model = _plain(value)
+    unknown = sorted(set(model) - set(_MODEL_KEYS))
+    if unknown:
+        errors.append(f"inferops_model has unknown keys {', '.join(unknown)}; allowed: {', '.join(_MODEL_KEYS)}")
+    repo = model.get("repo")
+    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+        errors.append(f"inferops_model.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {repo!r}")
+    revision = model.get("revision")
+    if not isinstance(revision, str) or not revision.strip():
+        errors.append(
+            "inferops_model.revision is required: the commit sha to pin (a branch or tag is accepted with a warning)"
+        )
+    for key in ("base_model", "file", "config_file", "quantization"):
+        if key in model and not (isinstance(model[key], str) and model[key].strip()):
+            errors.append(f"inferops_model.{key} must be a non-empty string, got {model[key]!r}")
+    if "config" in model and not isinstance(model["config"], dict):
+        errors.append("inferops_model.config must be the config.json content as a mapping")
+    if "weights_bytes" in model:
+        weights = _number(model["weights_bytes"], "int")
+        if weights is None or weights <= 0:
+            errors.append(f"inferops_model.weights_bytes must be a positive integer, got {model['weights_bytes']!r}")
+        else:
+            model["weights_bytes"] = int(weights)
+    return model
+
+
+def _validate_environment(var: str, value: Any, errors: List[str]) -> Dict[str, str]:
+    if _is_unset(value):
+        return {}
+    if not isinstance(value, Mapping):
+        errors.append(f"{var} must be a mapping of environment variable names to values")
+        return {}
+    environment = {}
+    for name, item in value.items():
+        name = str(name)
+        if not _ENV_NAME_RE.match(name):
+            errors.append(f"{var} has an invalid environment variable name {name!r}")
+        elif _SECRET_NAME_RE.search(name) or _SECRET_VALUE_RE.search(str(item)):
+            errors.append(
+                f"{var}.{name} holds a credential; plans and unit files must not: give tokens and API keys "
+                "through the engine role's secret variables (vaulted), which go to a mode 0600 environment file"
+            )
+        elif name == "CUDA_VISIBLE_DEVICES":
+            errors.append(
+                f"{var}.CUDA_VISIBLE_DEVICES is set by the plan's layout; choose GPUs with the engine's _gpus"
+            )
+        else:
+            environment[name] = "" if item is None else str(item).lower() if isinstance(item, bool) else str(item)
+    return environment
+
+
+def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], errors: List[str]) -> List[str]:
+    if _is_unset(value):
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        errors.append(f'{var} must be a list of arguments, e.g. ["--disable-log-requests"]')
+        return []
+    args = [str(arg) for arg in value]
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in _SECRET_FLAGS or _SECRET_VALUE_RE.search(arg):
+            errors.append(
+                f"{var} holds a credential ({flag if flag.startswith('--') else 'a token'}); it would show in "
+                "process lists: use the vllm role's vllm_api_key / the model download token instead"
+            )
+        elif flag in managed:
+            errors.append(f"{var} sets {flag}, which the plan manages: use {managed[flag]} instead")
+    return args
+
+
+def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
+    """Check a host's variables; raise PlanInputError listing every problem (each names its variable)."""
+    errors: List[str] = []
+    engine = variables.get("inferops_engine")
+    if engine not in ENGINES:
+        raise PlanInputError([f"inferops_engine is required and must be one of {', '.join(ENGINES)}, got {engine!r}"])
+    version_var = f"{engine}_version"
+    version = variables.get(version_var)
+    version = str(version).strip() if isinstance(version, (str, int, float)) else ""
+    example = "0.33.0" if engine == "vllm" else "0.30.0"
+    if not _VERSION_RE.match(version):
+        errors.append(f"{version_var} is required and must be an exact pin like {example}, got {version or None!r}")
+    model = _validate_model(variables.get("inferops_model"), errors)
+
+    settings: Dict[str, Any] = {}
+    for setting in ENGINE_SETTINGS[engine]:
+        var = f"{engine}_{setting.name}"
+        value = variables.get(var)
+        if _is_unset(value):
+            continue
+        coerced = _coerce(setting, var, value, errors)
+        if coerced is None:
+            continue
+        if _VERSION_RE.match(version) and not setting_available(setting, version):
+            bound = f"from {setting.since}" if setting.since else f"up to {setting.until} (excluded)"
+            errors.append(f"{var}: {setting.flag} exists only {bound}; {engine} {version} does not accept it")
+            continue
+        settings[setting.name] = coerced
+    if model.get("quantization") and "quantization" not in settings and engine == "vllm":
+        settings["quantization"] = model["quantization"]
+
+    gpus_var = f"{engine}_gpus"
+    gpus = variables.get(gpus_var)
+    gpu_list: Optional[List[int]] = None
+    if not _is_unset(gpus):
+        if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Sequence) or not gpus:
+            errors.append(f"{gpus_var} must be a non-empty list of GPU indices, e.g. [0, 1]")
+        else:
+            numbers = [_number(g, "int") for g in gpus]
+            if any(n is None or n < 0 for n in numbers):
+                errors.append(f"{gpus_var} must list GPU indices (integers >= 0), got {list(gpus)!r}")
+            else:
+                gpu_list = [int(n) for n in numbers]
+    managed = {s.flag: f"{engine}_{s.name}" for s in ENGINE_SETTINGS[engine] if s.flag and s.flag.startswith("--")}
+    managed.update({"--model": "inferops_model.repo", "--revision": "inferops_model.revision"})
+    extra_args = _validate_extra_args(f"{engine}_extra_args", variables.get(f"{engine}_extra_args"), managed, errors)
+    environment = _validate_environment(ENVIRONMENT_VAR[engine], variables.get(ENVIRONMENT_VAR[engine]), errors)
+    for name, value in settings.items():
+        if isinstance(value, (dict, list, str)) and _SECRET_VALUE_RE.search(json.dumps(value)):
+            errors.append(f"{engine}_{name} holds a credential; give it through the engine role's secret variables")
+    listen = variables.get("ollama_host") if engine == "ollama" else None
+    if not _is_unset(listen) and not isinstance(listen, str):
+        errors.append(f"ollama_host must be a string such as 127.0.0.1:11434, got {listen!r}")
+    if errors:
+        raise PlanInputError(errors)
+    return HostInputs(
+        engine=engine,
+        engine_version=version,
+        model=model,
+        settings=settings,
+        gpus=gpu_list,
+        extra_args=extra_args,
+        environment=environment,
+        listen=None if _is_unset(listen) else str(listen),
+    )
+
+
+def input_errors(variables: Mapping[str, Any]) -> List[str]:
+    """Every problem with a host's inputs, as messages naming the variable and the fix."""
+    try:
+        validate_inputs(variables)
+    except PlanInputError as exc:
+        return exc.errors
+    return []
+
+
+# ------------------------------------------------------------------------------------ rendering
+
+
+def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str, Any]:
+    """One entry of the plan's ``settings``: value, source (inventory|default|chosen), reason."""
+    entry: Dict[str, Any] = {"value": value, "source": source}
+    if reason:
+        entry["reason"] = reason
+    return entry
+
+
+def _cli_value(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def vllm_command(
+    repo: str, revision: str, settings: Mapping[str, Mapping[str, Any]], extra_args: Sequence[str]
+) -> List[str]:
+    """`vllm serve` argv for resolved settings. Settings without a flag, or unset (None), are left out."""
+    argv = ["vllm", "serve", repo, "--revision", revision]
+    for setting in VLLM_SETTINGS:
+        entry = settings.get(setting.name)
+        if entry is None or entry.get("value") is None:
+            continue
+        value = entry["value"]
+        if setting.kind == "bool":
+            if value:
+                argv.append(setting.flag)
+            elif setting.negatable:
+                argv.append("--no-" + setting.flag[2:])
+            continue
+        if setting.kind == "int_or_auto" and value == "auto":
+            value = -1
+        argv += [setting.flag, _cli_value(value)]
+    return argv + list(extra_args)
+
+
+def gib(value: Optional[float]) -> Optional[float]:
+    """Bytes -> GiB (2^30), rounded for the report; None stays None."""
+    return None if value is None else round(value / GIB, 3)
+
+
+def revision_check(model: Mapping[str, Any]) -> Optional[Dict[str, str]]:
+    """A warning when the revision is a branch or tag: the download is then not reproducible."""
+    revision = str(model.get("revision", ""))
+    if _COMMIT_RE.match(revision):
+        return None
+    return {
+        "id": "model-revision",
+        "severity": "warning",
+        "message": (
+            f"inferops_model.revision {revision!r} is a branch or tag, not a commit: a later download may get "
+            "different weights. Pin the 40-character commit sha of the revision you tested."
+        ),
+    }
+
+
+# ------------------------------------------------------------------------------------ assembly
+
+
+@dataclass
+class Hardware:
+    """The host's GPUs as gathered by gpu_facts or declared in inventory."""
+
+    gpus: List[Dict[str, Any]]
+    topology: Optional[Dict[str, Any]]
+    driver: Dict[str, Any]
+
+
+def _hardware(hardware: Mapping[str, Any]) -> Hardware:
+    gpus = hardware.get("gpus")
+    if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Sequence) or not gpus:
+        raise PlanInputError(
+            [
+                "no GPUs to plan for: declare inferops_gpus (and inferops_gpu_topology_text for more than one GPU) "
+                "or let the plan role gather them with inferops.llm.gpu_facts on a host with NVIDIA GPUs"
+            ]
+        )
+    gpu_list = [_plain(gpu) for gpu in gpus]
+    for position, gpu in enumerate(gpu_list):
+        if not isinstance(gpu, dict) or _number(gpu.get("memory_mib"), "int") is None:
+            raise PlanInputError([f"inferops_gpus[{position}] needs index, name and memory_mib (as gpu_facts returns)"])
+        gpu.setdefault("index", position)
+    topology = hardware.get("topology")
+    topology = _plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
+    if topology is None and len(gpu_list) > 1:
+        raise PlanInputError(
+            [
+                "inferops_gpu_topology_text is required when inferops_gpus lists more than one GPU: paste the "
+                "output of `nvidia-smi topo -m` (the layout depends on how the GPUs are linked)"
+            ]
+        )
+    if topology is not None and len(topology["matrix"]) != len(gpu_list):
+        raise PlanInputError(
+            [
+                f"inferops_gpu_topology_text shows {len(topology['matrix'])} GPUs but inferops_gpus lists "
+                f"{len(gpu_list)}: declare both from the same host"
+            ]
+        )
+    driver = hardware.get("driver")
+    return Hardware(gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {})
+
+
+def _load_config(model: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """config.json given inline or as a file on the controller (None: use the catalogue)."""
+    if isinstance(model.get("config"), dict):
+        return model["config"]
+    path = model.get("config_file")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise PlanInputError([f"inferops_model.config_file {path!r} cannot be read as config.json: {exc}"]) from exc
+    if not isinstance(config, dict):
+        raise PlanInputError([f"inferops_model.config_file {path!r} does not hold a JSON object"])
+    return config
+
+
+def _driver(driver: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The installed driver as checks.check_driver reads it (None when unknown or not loaded)."""
+    if not driver.get("driver_version"):
+        return None
+    return {"version": str(driver["driver_version"]), "cuda": None}
+
+
+def _finding(check_id: str, severity: str, message: str) -> Dict[str, str]:
+    return {"id": check_id, "severity": severity if severity in SEVERITIES else "warning", "message": message}
+
+
+def plan_findings(
+    findings: Sequence[Mapping[str, Any]], default_id: str = "tensor-parallel-divisibility"
+) -> List[Dict[str, str]]:
+    """Findings as the plan lists them: id, severity, and a message naming the variable and a passing value."""
+    result = []
+    for finding in findings:
+        message = str(finding.get("message", ""))
+        variable = finding.get("variable")
+        if variable and str(variable) not in message:
+            message = f"{variable}: {message}"
+        suggested = finding.get("suggested")
+        if variable and suggested not in (None, "", []) and str(suggested) not in message:
+            message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
+        severity = finding.get("severity") or "error"
+        result.append(_finding(str(finding.get("id") or default_id), str(severity), message))
+    return result
+
+
+def build_plan(
+    variables: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    measured: Optional[Mapping[str, Any]] = None,
+    host: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The plan dict of one host (keys documented in docs/plan.md).
+
+    variables: the host's variables (see input_names()); hardware: ``{"gpus": [...], "topology": {...},
+    "driver": {...}}`` as gpu_facts returns them or as declared in inventory (topology parsed);
+    measured: the vLLM role's local fact from a previous start (ansible_local.inferops_vllm), if any.
+    Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
+    """
+    inputs = validate_inputs(variables)
+    gear = _hardware(hardware)
+    plan = _ollama_plan(inputs, gear) if inputs.engine == "ollama" else _vllm_plan(inputs, gear, measured)
+    revision = revision_check(inputs.model)
+    if revision:
+        plan["checks"].insert(0, revision)
+    plan["host"] = host
+    order = (
+        "host",
+        "engine",
+        "engine_version",
+        "model",
+        "layout",
+        "memory",
+        "settings",
+        "checks",
+        "command",
+        "environment",
+    )
+    return {key: plan[key] for key in order}
+
+
+def _model_section(
+    inputs: HostInputs, architecture: str, weights_bytes: int, weights_source: str, quantization: Optional[str]
+) -> Dict[str, Any]:
+    return {
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+        "architecture": architecture,
+        "weights_bytes": int(weights_bytes),
+        "weights_source": weights_source,
+        "quantization": quantization,
+    }
+
+
+def _layout_section(layout: Mapping[str, Any]) -> Dict[str, Any]:
+    return {
+        "tensor_parallel_size": int(layout["tensor_parallel_size"]),
+        "pipeline_parallel_size": int(layout["pipeline_parallel_size"]),
+        "data_parallel_size": int(layout["data_parallel_size"]),
+        "gpus": [int(i) for i in layout["gpus"]],
+        "reason": str(layout["reason"]),
+    }
+
+
+def _environment(
+    layout_env: Mapping[str, Any], engine_env: Mapping[str, str], user_env: Mapping[str, str]
+) -> Dict[str, str]:
+    environment = {str(k): str(v) for k, v in layout_env.items()}
+    environment.update(engine_env)
+    environment.update(user_env)
+    return environment
+
+
+def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
+    architecture, _entry, _arch_source = describe_model(inputs.model, _load_config(inputs.model))
+    weights_bytes = inputs.model.get("weights_bytes")
+    if not weights_bytes:
+        raise PlanInputError(
+            [
+                "inferops_model.weights_bytes is required for Ollama: the size in bytes of the GGUF file "
+                f"({inputs.model.get('file') or 'inferops_model.file'}) as listed on its Hugging Face page"
+            ]
+        )
+    layout = select_layout(
+        gear.gpus, architecture, topology=gear.topology, engine="ollama", requested={"gpus": inputs.gpus}
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    budget_gpus = [
+        {
+            "index": i,
+            "memory_total_bytes": int(by_index[i]["memory_mib"]) * MIB,
+            "compute_capability": by_index[i].get("compute_capability"),
+        }
+        for i in layout["gpus"]
+    ]
+    requested = inputs.settings
+    budget = ollama_budget(
+        inputs.engine_version,
+        shape_from_architecture(architecture),
+        budget_gpus,
+        weights_bytes=int(weights_bytes),
+        context_length=requested.get("context_length"),
+        num_parallel=requested.get("num_parallel"),
+        kv_cache_type=requested.get("kv_cache_type"),
+        flash_attention=requested.get("flash_attention"),
+        num_gpu=requested.get("num_gpu"),
+        num_batch=requested.get("num_batch"),
+        gpu_overhead_bytes=int(requested.get("gpu_overhead_bytes") or 0),
+        sched_spread=bool(requested.get("sched_spread")),
+    )
+    settings: Dict[str, Any] = {}
+    for setting in OLLAMA_SETTINGS:
+        if setting.name in budget["settings"]:
+            source = budget["setting_sources"].get(setting.name, "default")
+            if source in ("inventory", "default", "chosen"):
+                reason = f"Ollama {inputs.engine_version} default" if source == "default" else None
+                settings[setting.name] = resolved(budget["settings"][setting.name], source, reason)
+            else:
+                settings[setting.name] = resolved(budget["settings"][setting.name], "default", source)
+        elif setting.name in requested:
+            settings[setting.name] = resolved(requested[setting.name], "inventory")
+    memory = budget["memory"]
+    per_gpu = [
+        {
+            "index": gpu["index"],
+            "total_gib": gpu["total_gib"],
+            "used_gib": gpu["used_gib"],
+            "free_gib": gpu["free_gib"],
+            "layers": gpu["layers"],
+            "weights_gib": gib(gpu["weights_bytes"]),
+            "kv_cache_gib": gib(gpu["kv_cache_bytes"] + gpu["recurrent_state_bytes"]),
+            "overhead_gib": gib(gpu["compute_bytes"] + gpu["reserve_bytes"]),
+        }
+        for gpu in budget["per_gpu"]
+    ]
+    used_gpus = [int(gpu["index"]) for gpu in budget["per_gpu"]]
+    layout = dict(layout, gpus=used_gpus)
+    if used_gpus != [int(i) for i in layout["env"].get("CUDA_VISIBLE_DEVICES", "").split(",") if i]:
+        layout["env"] = dict(layout["env"], CUDA_VISIBLE_DEVICES=",".join(str(i) for i in used_gpus))
+        layout["reason"] = f"the model fits GPU {','.join(str(i) for i in used_gpus)}; Ollama uses the fewest GPUs"
+    quantization = inputs.model.get("quantization") or _gguf_type(inputs.model.get("file"))
+    return {
+        "engine": "ollama",
+        "engine_version": inputs.engine_version,
+        "model": _model_section(inputs, architecture.architecture, int(weights_bytes), "inventory", quantization),
+        "layout": _layout_section(layout),
+        "memory": {
+            "gpu_total_gib": memory["gpu_total_gib"],
+            "weights_gib": memory["weights_gib"],
+            "overhead_gib": memory["overhead_gib"],
+            "kv_cache_gib": memory["kv_cache_gib"],
+            "kv_cache_tokens": int(memory["kv_cache_tokens"]),
+            "max_concurrency": float(memory["max_concurrency"]),
+            "block_size": None,
+            "vram_used_gib": memory["vram_used_gib"],
+            "per_gpu": per_gpu,
+        },
+        "settings": settings,
+        "checks": plan_findings(budget["checks"])
+        + plan_findings(layout.get("problems") or [])
+        + plan_findings(
+            check_ollama(
+                model=architecture,
+                settings={name: entry["value"] for name, entry in settings.items()},
+                model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+                budget={"fits": not any(c["id"] == "ollama_partial_offload" for c in budget["checks"])},
+                gpus=[by_index[i] for i in used_gpus],
+                driver=_driver(gear.driver),
+            )
+        ),
+        "command": ["ollama", "serve"],
+        "environment": _environment(
+            layout["env"],
+            ollama_environment(
+                settings,
+                {
+                    "host": inputs.listen,
+                    "gpus": used_gpus,
+                    "sched_spread": requested.get("sched_spread"),
+                    "gpu_overhead_bytes": requested.get("gpu_overhead_bytes"),
+                    "extra_environment": inputs.environment,
+                },
+            ),
+            {},
+        ),
+    }
+
+
+_GGUF_TYPE_RE = re.compile(r"(UD-)?(I?Q\d_[A-Z0-9_]+|Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)", re.IGNORECASE)
+
+
+def _gguf_type(file_name: Optional[str]) -> Optional[str]:
+    """The quantization a GGUF file name announces (Unsloth UD-Q3_K_XL, Q4_K_M, ...)."""
+    match = _GGUF_TYPE_RE.search(str(file_name or ""))
+    return match.group(0).upper() if match else None
+
+
+def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    raise PlanInputError(["vLLM planning is not wired yet: module_utils/vllm_budget.py has not landed"])

@@ -1,0 +1,175 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Text renderings of host plans: the Markdown report of one host and the table of all hosts.
+
+Input is the plan dict of module_utils/plan.py (see docs/plan.md); output is plain text.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+TABLE_COLUMNS = (
+    "host",
+    "engine",
+    "model",
+    "layout",
+    "GPUs",
+    "weights/GPU",
+    "KV/GPU",
+    "KV tokens",
+    "concurrency",
+    "checks",
+)
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _gib(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f} GiB"
+
+
+def _cell(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else _num(value)
+    return text.replace("|", "\\|")
+
+
+def check_counts(plan: Mapping[str, Any]) -> Dict[str, int]:
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for check in plan.get("checks") or []:
+        severity = check.get("severity")
+        if severity in counts:
+            counts[severity] += 1
+    return counts
+
+
+def _layout_text(layout: Mapping[str, Any]) -> str:
+    return "TP{} PP{} DP{}".format(
+        layout.get("tensor_parallel_size", "?"),
+        layout.get("pipeline_parallel_size", "?"),
+        layout.get("data_parallel_size", "?"),
+    )
+
+
+def _concurrency(plan: Mapping[str, Any]) -> str:
+    memory = plan.get("memory") or {}
+    conc = memory.get("max_concurrency")
+    if conc is None:
+        return "-"
+    settings = plan.get("settings") or {}
+    length = (settings.get("max_model_len") or settings.get("context_length") or {}).get("value")
+    suffix = f" @ {_num(length)}" if isinstance(length, int) else ""
+    return f"{conc:.2f}x{suffix}" if isinstance(conc, float) else f"{conc}x{suffix}"
+
+
+def table_row(plan: Mapping[str, Any]) -> List[str]:
+    """The table cells of one plan (a plan without ``engine`` is a host whose planning failed)."""
+    host = str(plan.get("host", "?"))
+    if not plan.get("engine"):
+        return [host, "-", "no plan: " + str(plan.get("error") or "its inputs are invalid"), "", "", "", "", "", "", ""]
+    model = plan.get("model") or {}
+    layout = plan.get("layout") or {}
+    memory = plan.get("memory") or {}
+    counts = check_counts(plan)
+    weights = memory.get("weights_gib")
+    kv = memory.get("kv_cache_gib")
+    if plan["engine"] == "ollama":
+        weights, kv = memory.get("weights_gib"), memory.get("kv_cache_gib")
+    return [
+        host,
+        f"{plan['engine']} {plan.get('engine_version', '')}".strip(),
+        f"{model.get('repo', '?')}@{model.get('revision', '?')}",
+        _layout_text(layout) if plan["engine"] == "vllm" else "layers split",
+        ",".join(str(i) for i in layout.get("gpus") or []) or "-",
+        _gib(weights),
+        _gib(kv),
+        _num(memory.get("kv_cache_tokens")),
+        _concurrency(plan),
+        f"{counts['error']} error, {counts['warning']} warning",
+    ]
+
+
+def render_table(plans: Sequence[Mapping[str, Any]]) -> List[str]:
+    """A Markdown table of all plans, padded so that it also reads as plain text (one string per line)."""
+    rows = [list(TABLE_COLUMNS)] + [table_row(plan) for plan in plans]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths)) + " |"
+
+    separator = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    return [line(rows[0]), separator] + [line(row) for row in rows[1:]]
+
+
+def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(plan: Mapping[str, Any]) -> str:
+    """The Markdown report of one host's plan."""
+    model = plan.get("model") or {}
+    layout = plan.get("layout") or {}
+    memory = plan.get("memory") or {}
+    counts = check_counts(plan)
+    verdict = "fails its checks" if counts["error"] else "passes its checks"
+    lines = [
+        f"# Plan for {plan.get('host')}",
+        "",
+        f"{plan.get('engine')} {plan.get('engine_version')} serving `{model.get('repo')}` at revision "
+        f"`{model.get('revision')}`: {verdict} ({counts['error']} errors, {counts['warning']} warnings, "
+        f"{counts['info']} notes).",
+        "",
+        "## Model",
+        "",
+    ]
+    lines += _markdown_table(
+        ("key", "value"),
+        [
+            ("architecture", model.get("architecture")),
+            ("quantization", model.get("quantization")),
+            ("weights", f"{_num(model.get('weights_bytes'))} bytes"),
+            ("weights source", model.get("weights_source")),
+        ],
+    )
+    lines += ["", "## Layout", "", f"{_layout_text(layout)} on GPUs {layout.get('gpus')}: {layout.get('reason')}", ""]
+    lines += ["## Memory", ""]
+    summary = [(key, memory.get(key)) for key in memory if key != "per_gpu"]
+    lines += _markdown_table(("figure", "value"), summary)
+    per_gpu: Sequence[Mapping[str, Any]] = memory.get("per_gpu") or []
+    if per_gpu:
+        keys: List[str] = []
+        for entry in per_gpu:
+            keys += [key for key in entry if key not in keys]
+        lines += ["", "Per GPU:", ""]
+        lines += _markdown_table(keys, [[entry.get(key) for key in keys] for entry in per_gpu])
+    lines += ["", "## Settings", ""]
+    settings: Mapping[str, Mapping[str, Any]] = plan.get("settings") or {}
+    lines += _markdown_table(
+        ("setting", "value", "source", "reason"),
+        [
+            (name, entry.get("value"), entry.get("source"), entry.get("reason") or "")
+            for name, entry in settings.items()
+        ],
+    )
+    lines += ["", "## Checks", ""]
+    checks: Sequence[Mapping[str, Any]] = plan.get("checks") or []
+    lines += [f"- **{c.get('severity')}** `{c.get('id')}`: {c.get('message')}" for c in checks] or ["None."]
+    lines += ["", "## Service", "", "```sh"]
+    environment: Optional[Mapping[str, Any]] = plan.get("environment")
+    lines += [f"{name}={shlex.quote(str(value))} \\" for name, value in (environment or {}).items()]
+    lines += [" ".join(shlex.quote(str(arg)) for arg in plan.get("command") or []), "```", ""]
+    return "\n".join(lines)
