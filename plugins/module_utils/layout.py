@@ -222,6 +222,10 @@ class Topology:
     def nvlinked(self, group: Sequence[int]) -> bool:
         return all(self.link(a, b)[0] == LINK_RANK["NV"] for a, b in itertools.combinations(group, 2))
 
+    @property
+    def p2p_known(self) -> bool:
+        return bool(self._p2p)
+
     def p2p_confirmed(self, group: Sequence[int]) -> bool:
         return bool(self._p2p) and all(self._p2p[(a, b)] for a, b in itertools.permutations(group, 2))
 
@@ -307,7 +311,7 @@ def _score(topo: Topology, cand: Candidate) -> Tuple[Any, ...]:
     pcie_wide_tp = cand.tp > 2 and not all(topo.nvlinked(g) for g in cand.groups)
     mixed_tp = any(len({topo.gpus[i].memory_mib for i in g}) > 1 for g in cand.groups)
     keys = [topo.group_key(g) for g in cand.groups] if cand.tp > 1 else [(0,)]
-    return (pcie_wide_tp, mixed_tp, cand.expert_parallel, -cand.tp, max(keys), sum(k[0] for k in keys))
+    return (pcie_wide_tp, mixed_tp, -cand.tp, max(keys), sum(k[0] for k in keys))
 
 
 def pp_layer_partition(num_layers: int, stage_memory: Sequence[float]) -> List[int]:
@@ -321,7 +325,8 @@ def pp_layer_partition(num_layers: int, stage_memory: Sequence[float]) -> List[i
         counts[order[step % len(order)]] += 1
         step += 1
     while sum(counts) > num_layers:
-        biggest = max(range(len(counts)), key=lambda i: (counts[i] - shares[i], counts[i]))
+        reducible = [i for i in range(len(counts)) if counts[i] > 1]
+        biggest = max(reducible, key=lambda i: (counts[i] - shares[i], counts[i]))
         counts[biggest] -= 1
     return counts
 
@@ -357,7 +362,7 @@ def _needs(topo: Topology, cand: Candidate) -> Tuple[Dict[str, str], List[str], 
         nvlinked = all(topo.nvlinked(g) for g in cand.groups)
         p2p = all(topo.p2p_confirmed(g) for g in cand.groups)
         consumer = any(topo.gpus[i].consumer for g in cand.groups for i in g)
-        if not nvlinked and not p2p and (consumer or topo._p2p):
+        if not nvlinked and not p2p and (consumer or topo.p2p_known):
             flags.append("--disable-custom-all-reduce")
             why.append("custom all-reduce off: no peer-to-peer between the TP GPUs")
             if consumer:
