@@ -1,0 +1,750 @@
+# Copyright: (c) 2026, inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""vLLM's startup memory budget and KV-cache capacity, as the pinned release computes and logs them.
+
+The formulas and the release where each changed are in docs/memory-model.md; the calibration of the
+non-KV overhead against real startup logs is in docs/accuracy.md. All figures are per GPU, as each rank
+logs them ("Model loading took", "Available KV cache memory"). GiB = 2**30.
+
+Public API:
+
+``settings`` (a Mapping, every key optional; unset means "what vLLM picks"): ``max_model_len`` (int, or
+    -1 / "auto" for vLLM's auto-fit), ``gpu_memory_utilization``, ``kv_cache_memory_bytes``,
+    ``kv_cache_dtype``, ``max_num_seqs``, ``max_num_batched_tokens``, ``enable_prefix_caching``,
+    ``mamba_cache_mode``, ``mamba_cache_dtype``, ``mamba_ssm_cache_dtype``, ``block_size``,
+    ``num_speculative_tokens`` (MTP drafts: loads the MTP block, adds its layer to the KV cache),
+    ``enforce_eager``, ``max_cudagraph_capture_size``, ``language_model_only``.
+``resolve_settings(arch, version, gpu_total_bytes, settings=None, gpu_name="") -> dict``:
+    every memory-relevant setting as ``{name: {"value": v, "source": "inventory"|"default"|"derived"}}``.
+``kv_cache_layout(arch, version, settings, tensor_parallel_size=1, compute_capability=None,
+    cuda_runtime=None, max_model_len=None) -> dict``: per-layer page sizes, hybrid block size, KV
+    cache groups, bytes per block and blocks per request (no memory figures needed).
+``weights_per_rank(arch, weights, tensor_parallel_size=1, pipeline_parallel_size=1) -> list[int]``:
+    bytes each rank loads (``weights`` is a ``model_weights.WeightsEstimate``).
+``overhead_estimate(arch, version, settings, tensor_parallel_size=1, pipeline_parallel_size=1) -> dict``:
+    the modelled non-KV overhead per GPU: ``non_torch_bytes``, ``activation_peak_bytes`` (forward pass at
+    max_num_batched_tokens or sampler warm-up over max_num_seqs x vocab, whichever is larger, plus the
+    multimodal allowance), ``cudagraph_bytes``, ``charged_bytes`` (what the pinned release subtracts
+    before sizing the KV cache).
+``kv_bytes_available_per_gpu(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1,
+    pipeline_parallel_size=1, weights=None, settings=None, gpu_name="", measured_overhead_bytes=None) -> int``:
+    the cheap answer a layout search needs (negative when the weights do not fit).
+``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
+    weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
+    measured_overhead_bytes=None) -> dict``: the full budget (keys listed in its docstring).
+``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
+    multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
+``format_capacity_log(version, kv_cache_tokens, max_model_len, max_concurrency) -> list[str]``.
+``parse_human_int(value) -> int``: vLLM's human_readable_int (``5g`` = 5e9, ``5G`` = 5 GiB).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
+    LAYER_FULL,
+    LAYER_LINEAR,
+    LAYER_MLA,
+    LAYER_SLIDING,
+    ModelArchitecture,
+    dtype_bytes,
+)
+from ansible_collections.inferops.llm.plugins.module_utils.model_weights import WeightsEstimate, estimate_weights
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
+    VllmVersion,
+    batch_defaults,
+    vllm_version,
+)
+
+GIB = 1 << 30
+MIB = 1 << 20
+# Kernel block alignment of the CUDA attention backends (FLASH_ATTN / FLASHINFER / TRITON: multiple of 16).
+KERNEL_BLOCK_ALIGNMENT = 16
+# FLASHINFER_GDN_CHECKPOINT_ALIGNMENT (0.33 align mode with FlashInfer GDN prefill).
+GDN_CHECKPOINT_ALIGNMENT = 64
+# vLLM's default KV block for MLA backends (FlashMLA); other attention uses 16.
+MLA_BLOCK_SIZE = 64
+
+# ---- Calibrated overhead model (docs/accuracy.md). Values chosen at or above every logged figure. ----
+# Non-torch memory per GPU (NCCL / custom all-reduce buffers, cuBLAS and attention workspaces) by TP size.
+_NON_TORCH_GIB = {
+    # weights + torch peak + non-torch profiler (< 0.27): 0.07-0.16 GiB at TP1, 0.55 at TP2 (logs)
+    "profile": {1: 0.20, 2: 0.60, 4: 1.75, 8: 2.25},
+    # consumed-memory profiler (>= 0.27) also counts workspaces created after the snapshot: 0.30-0.47 at TP1
+    "consumed": {1: 0.50, 2: 0.80, 4: 1.90, 8: 2.40},
+}
+# Sampler warm-up over max_num_seqs rows of vocab logits (fp32 logits, sort values/indices, probabilities):
+# 38.5-38.9 bytes per logit fitted on five H100/L40S logs of 0.10-0.11; the >= 0.27 runner keeps far less.
+_SAMPLER_BYTES_PER_LOGIT = {"profile": 40.0, "consumed": 10.0}
+# Allowance for the multimodal encoder profile run when the vision tower is loaded.
+_MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
+# CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
+_CUDAGRAPH_PER_LAYER_GIB = {1: 0.02, 2: 0.04}
+# nvidia-smi memory.total minus what CUDA reports as total: 0 - 494 MiB on H100/RTX 4090/5090/3090.
+_DRIVER_RESERVED_MIB = 512
+
+_TURBOQUANT_BITS = {
+    "turboquant_k8v4": (8, 4, False),
+    "turboquant_4bit_nc": (4, 4, True),
+    "turboquant_k3v4_nc": (3, 4, True),
+    "turboquant_3bit_nc": (3, 3, True),
+}
+_HUMAN_INT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+_HUMAN_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 1 << 10, "M": MIB, "G": GIB, "T": 1 << 40}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def parse_human_int(value: Any) -> int:
+    """vLLM's ``human_readable_int``: lowercase k/m/g/t are decimal, uppercase K/M/G/T binary."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a byte count, got {value!r}")
+    if isinstance(value, int):
+        return value
+    match = _HUMAN_INT_RE.match(str(value))
+    if not match:
+        raise ValueError(f"expected a byte count such as 21474836480, 20G (GiB) or 20g (GB), got {value!r}")
+    return int(float(match.group(1)) * _HUMAN_UNITS[match.group(2)])
+
+
+def cuda_total_bytes_from_nvidia_smi(memory_total_mib: int) -> int:
+    """Total GPU memory as CUDA reports it, from nvidia-smi's memory.total in MiB (safe side)."""
+    return (int(memory_total_mib) - _DRIVER_RESERVED_MIB) * MIB
+
+
+def _tp_bucket(table: Mapping, tp: int) -> float:
+    for size in sorted(table):
+        if tp <= size:
+            return table[size]
+    return table[max(table)]
+
+
+def _era(version: VllmVersion) -> str:
+    return "consumed" if version.consumed_memory_profiler else "profile"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Settings
+
+
+def _setting(settings: Mapping, name: str) -> Any:
+    value = settings.get(name)
+    return None if value is None or value == "" else value
+
+
+def resolve_settings(
+    arch: ModelArchitecture,
+    version: VllmVersion,
+    gpu_total_bytes: int,
+    settings: Optional[Mapping] = None,
+    gpu_name: str = "",
+) -> Dict[str, Dict[str, Any]]:
+    """Memory-relevant engine settings with where each value came from."""
+    given = dict(settings or {})
+    resolved: Dict[str, Dict[str, Any]] = {}
+
+    def put(name: str, default: Any, source: str = "default") -> Any:
+        value = _setting(given, name)
+        if value is not None:
+            resolved[name] = {"value": value, "source": "inventory"}
+            return value
+        resolved[name] = {"value": default, "source": source}
+        return default
+
+    util = put("gpu_memory_utilization", version.default_gpu_memory_utilization)
+    if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 < float(util) <= 1:
+        raise ValueError(f"vllm_gpu_memory_utilization must be a number in (0, 1], got {util!r}")
+    kv_bytes = _setting(given, "kv_cache_memory_bytes")
+    resolved["kv_cache_memory_bytes"] = {
+        "value": parse_human_int(kv_bytes) if kv_bytes is not None else None,
+        "source": "inventory" if kv_bytes is not None else "default",
+    }
+    defaults = batch_defaults(version, gpu_total_bytes, gpu_name)
+    put("max_num_seqs", defaults["max_num_seqs"])
+    put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
+    kv_dtype = str(put("kv_cache_dtype", "auto"))
+    if kv_dtype not in version.kv_cache_dtypes:
+        raise ValueError(
+            f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
+            f"{', '.join(version.kv_cache_dtypes)} (vllm_kv_cache_dtype)"
+        )
+    max_len = _setting(given, "max_model_len")
+    if max_len is None:
+        resolved["max_model_len"] = {"value": arch.derived_max_model_len, "source": "default"}
+    elif max_len in (-1, "-1", "auto"):
+        resolved["max_model_len"] = {"value": "auto", "source": "inventory"}
+    else:
+        resolved["max_model_len"] = {"value": int(parse_human_int(max_len)), "source": "inventory"}
+    default_prefix = version.hybrid_prefix_caching_default if arch.is_hybrid else True
+    prefix = bool(put("enable_prefix_caching", default_prefix))
+    if arch.is_hybrid:
+        mode = _setting(given, "mamba_cache_mode")
+        if mode is None:
+            # models/config.py MambaModelConfig.verify_and_update_config
+            resolved["mamba_cache_mode"] = {"value": "align" if prefix else "none", "source": "derived"}
+        else:
+            if mode not in version.mamba_cache_modes:
+                raise ValueError(
+                    f"vllm_mamba_cache_mode {mode!r} is not accepted by vLLM {version.text}: "
+                    f"use one of {', '.join(version.mamba_cache_modes)}"
+                )
+            resolved["mamba_cache_mode"] = {"value": mode, "source": "inventory"}
+        put("mamba_cache_dtype", "auto")
+        ssm_default = "auto"
+        if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
+            ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
+        put("mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
+    put("num_speculative_tokens", 0)
+    put("enforce_eager", False)
+    put("language_model_only", False)
+    max_seqs = resolved["max_num_seqs"]["value"]
+    put("max_cudagraph_capture_size", min(int(max_seqs) * 2, 512), "derived")
+    put("block_size", MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
+    return resolved
+
+
+def _values(resolved: Mapping) -> Dict[str, Any]:
+    return {name: entry["value"] for name, entry in resolved.items()}
+
+
+# ----------------------------------------------------------------------------------------------------
+# KV cache layout
+
+
+def attention_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str, tensor_parallel_size: int = 1) -> int:
+    """Page bytes of one attention layer for one token on one rank (K and V, or the MLA latent)."""
+    if arch.is_mla:
+        if kv_cache_dtype == "fp8_ds_mla":
+            return 656  # FlashMLA sparse layout: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope
+        width = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)  # replicated on every rank
+        return width * _kv_element_bytes(arch, kv_cache_dtype)
+    heads = max(1, arch.num_kv_heads // tensor_parallel_size)  # KV heads replicate when TP > kv heads
+    if kv_cache_dtype in _TURBOQUANT_BITS:
+        key_bits, value_bits, compressed_key = _TURBOQUANT_BITS[kv_cache_dtype]
+        hd = arch.head_dim
+        key = _cdiv(hd * key_bits, 8) + 2 if compressed_key else hd
+        value = _cdiv(hd * value_bits, 8) + 4
+        slot = key + value
+        return heads * (slot + slot % 2)  # TurboQuantConfig.slot_size_aligned: rounded to even
+    if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
+        # E2M1 values plus one FP8 scale per 16 elements, for K and V
+        return heads * 2 * (arch.head_dim // 2 + arch.head_dim // 16)
+    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
+        return heads * 2 * (arch.head_dim + 4)  # one fp32 scale per token and head
+    if kv_cache_dtype == "int4_per_token_head":
+        return heads * 2 * (arch.head_dim // 2 + 4)
+    return heads * 2 * arch.head_dim * _kv_element_bytes(arch, kv_cache_dtype)
+
+
+def _kv_element_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
+    if kv_cache_dtype == "auto":
+        return dtype_bytes(arch.dtype if arch.dtype != "float32" else "bfloat16")
+    if kv_cache_dtype in ("float16", "bfloat16") or kv_cache_dtype.startswith("fp8"):
+        return dtype_bytes(kv_cache_dtype if not kv_cache_dtype.startswith("fp8") else "fp8")
+    raise ValueError(f"kv_cache_dtype {kv_cache_dtype!r}: its page size is not modelled by this collection")
+
+
+def gdn_state_bytes(
+    arch: ModelArchitecture,
+    tensor_parallel_size: int = 1,
+    num_speculative_tokens: int = 0,
+    mamba_cache_dtype: str = "auto",
+    mamba_ssm_cache_dtype: str = "auto",
+) -> Dict[str, int]:
+    """Gated-DeltaNet conv and SSM state of one layer on one rank (mamba_utils.gated_delta_net_state_shape)."""
+    tp = tensor_parallel_size
+    conv_dim = (
+        arch.linear_key_head_dim * arch.linear_num_key_heads * 2
+        + arch.linear_value_head_dim * arch.linear_num_value_heads
+    )
+    for what, amount in (("linear_num_value_heads", arch.linear_num_value_heads), ("conv dim", conv_dim)):
+        if amount % tp:
+            raise ValueError(f"{amount} is not divisible by {tp} ({what} of {arch.architecture} under TP={tp})")
+    conv_dtype = arch.dtype if mamba_cache_dtype == "auto" else mamba_cache_dtype
+    ssm_dtype = conv_dtype if mamba_ssm_cache_dtype == "auto" else mamba_ssm_cache_dtype
+    conv = conv_dim // tp * (arch.linear_conv_kernel_dim - 1 + num_speculative_tokens) * dtype_bytes(conv_dtype)
+    ssm = (
+        arch.linear_num_value_heads
+        // tp
+        * arch.linear_value_head_dim
+        * arch.linear_key_head_dim
+        * dtype_bytes(ssm_dtype)
+    )
+    return {"conv_bytes": conv, "ssm_bytes": ssm, "page_bytes": conv + ssm}
+
+
+def _gdn_prefill_checkpoint_active(
+    arch: ModelArchitecture, compute_capability: Optional[str], cuda_runtime: Optional[str]
+) -> bool:
+    """0.33 _resolve_gdn_prefill_backend: FlashInfer GDN prefill on SM90 always; SM10x/SM12x need head_k_dim
+    128 and CUDA runtime >= 13. Unknown hardware counts as active (larger block, one more block: safe side)."""
+    if compute_capability is None:
+        return True
+    major = int(str(compute_capability).split(".")[0])
+    if major == 9:
+        return True
+    if major in (10, 12):
+        runtime_ok = cuda_runtime is None or int(str(cuda_runtime).split(".")[0]) >= 13
+        return arch.linear_key_head_dim == 128 and runtime_ok
+    return False
+
+
+def _layer_specs(arch: ModelArchitecture, layers: Tuple[str, ...], mtp_layers: int) -> Dict[str, int]:
+    """Number of layers per KV-cache spec (the MTP draft's attention layer joins the attention bucket)."""
+    counts: Dict[str, int] = {}
+    for kind in layers:
+        counts[kind] = counts.get(kind, 0) + 1
+    if mtp_layers:
+        kind = LAYER_MLA if arch.is_mla else LAYER_FULL
+        counts[kind] = counts.get(kind, 0) + mtp_layers
+    return counts
+
+
+def _group_size(counts: Mapping[str, int]) -> int:
+    """kv_cache_utils _get_kv_cache_groups_uniform_page_size: smallest bucket, or the largest when close."""
+    smallest, largest = min(counts.values()), max(counts.values())
+    return largest if largest < 1.5 * smallest else smallest
+
+
+def kv_cache_layout(
+    arch: ModelArchitecture,
+    version: VllmVersion,
+    settings: Mapping,
+    tensor_parallel_size: int = 1,
+    compute_capability: Optional[str] = None,
+    cuda_runtime: Optional[str] = None,
+    max_model_len: Optional[int] = None,
+    layers: Optional[Tuple[str, ...]] = None,
+) -> Dict[str, Any]:
+    """Block size, groups, bytes per block and blocks per request for resolved ``settings`` values."""
+    kv_dtype = settings["kv_cache_dtype"]
+    tp = tensor_parallel_size
+    num_spec = int(settings.get("num_speculative_tokens") or 0)
+    length = int(max_model_len if max_model_len is not None else settings["max_model_len"])
+    mbt = int(settings["max_num_batched_tokens"])
+    attn_1tok = attention_bytes_per_token(arch, kv_dtype, tp)
+    requested_block = int(settings.get("block_size") or KERNEL_BLOCK_ALIGNMENT)
+    layer_kinds = tuple(layers) if layers is not None else arch.layer_types
+    counts = _layer_specs(arch, layer_kinds, arch.mtp_layers if num_spec else 0)
+    mode = settings.get("mamba_cache_mode") if arch.is_hybrid else None
+    checkpoint = bool(arch.is_hybrid and mode == "align" and version.gdn_prefill_checkpoint)
+    checkpoint = checkpoint and _gdn_prefill_checkpoint_active(arch, compute_capability, cuda_runtime)
+    gdn = None
+    block_size = max(requested_block, MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
+    if LAYER_LINEAR in counts:
+        gdn = gdn_state_bytes(
+            arch, tp, num_spec, settings.get("mamba_cache_dtype", "auto"), settings.get("mamba_ssm_cache_dtype", "auto")
+        )
+        # platforms/interface.py _align_hybrid_block_size (models/config.py in <= 0.19)
+        kernel = max(KERNEL_BLOCK_ALIGNMENT, requested_block)
+        if checkpoint:
+            kernel = kernel * GDN_CHECKPOINT_ALIGNMENT // math.gcd(kernel, GDN_CHECKPOINT_ALIGNMENT)
+        aligned = kernel * _cdiv(gdn["page_bytes"], kernel * attn_1tok)
+        block_size = max(block_size, aligned)
+    page = block_size * attn_1tok
+    group_size = _group_size(counts)
+    groups: List[Dict[str, Any]] = []
+    blocks_per_request = 0
+    for kind in (LAYER_FULL, LAYER_MLA, LAYER_SLIDING, LAYER_LINEAR):
+        if kind not in counts:
+            continue
+        if kind == LAYER_LINEAR:
+            if mode == "all":
+                per_group = _cdiv(length, block_size) + num_spec
+            else:
+                per_group = (2 if mode == "align" else 1) + num_spec + (1 if checkpoint else 0)
+        elif kind == LAYER_SLIDING:
+            tokens = min(arch.sliding_window - 1 + mbt, length)
+            per_group = _cdiv(tokens, block_size) + 1
+        else:
+            per_group = _cdiv(length, block_size)
+        for _ in range(_cdiv(counts[kind], group_size)):
+            groups.append({"kind": kind, "layers": group_size, "blocks_per_request": per_group})
+            blocks_per_request += per_group
+    padding_layers = sum(g["layers"] for g in groups) - sum(counts.values())
+    return {
+        "kv_cache_dtype": kv_dtype,
+        "attention_bytes_per_token_per_layer": attn_1tok,
+        "gdn_state": gdn,
+        "gdn_prefill_checkpoint": checkpoint,
+        "block_size": block_size,
+        "page_bytes": page,
+        "group_size": group_size,
+        "groups": groups,
+        "padding_layers": padding_layers,
+        "bytes_per_block": group_size * page,
+        "blocks_per_request": blocks_per_request,
+        "max_model_len": length,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Weights and overhead
+
+
+def _pp_partition(num_layers: int, pp: int) -> List[Tuple[int, int]]:
+    """distributed/utils.py get_pp_indices: even split, the remainder on the ranks before the last."""
+    per = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        per[-i] += 1
+    bounds, start = [], 0
+    for count in per:
+        bounds.append((start, start + count))
+        start += count
+    return bounds
+
+
+def weights_per_rank(
+    arch: ModelArchitecture,
+    weights: WeightsEstimate,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+) -> List[int]:
+    """Bytes each rank loads ("Model loading took"), ranks in TP-major order within each PP stage."""
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    comp = weights.components
+    total_of = {kind: max(1, arch.count_layers(kind)) for kind in (LAYER_FULL, LAYER_SLIDING, LAYER_MLA, LAYER_LINEAR)}
+    attention_layers = max(1, arch.num_layers - arch.linear_attention_layers)
+    kv_share = 0.0
+    if not arch.is_mla and arch.num_kv_heads < tp:
+        # k/v projections replicate once TP exceeds the KV heads: each rank holds one KV head
+        q_width = arch.num_attention_heads * arch.head_dim * (3 if arch.attn_output_gate else 2)
+        kv_width = 2 * arch.num_kv_heads * arch.head_dim
+        kv_share = kv_width / (q_width + kv_width)
+    expert_scale = 1.0
+    if weights.source.startswith("parameter counts") and arch.quantization and arch.quantization.scheme == "mxfp4":
+        # Mxfp4MoEMethod pads each rank's expert intermediate size to a multiple of 256 (2880 -> 3072)
+        per_rank = (arch.intermediate_size or arch.moe_intermediate_size or 1) / tp
+        expert_scale = _cdiv(int(per_rank), 256) * 256 / per_rank
+    result = []
+    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+        kinds = arch.layer_types[start:end]
+        share = (end - start) / arch.num_layers
+        attn_share = sum(1 for k in kinds if k != LAYER_LINEAR) / attention_layers
+        gdn_share = sum(1 for k in kinds if k == LAYER_LINEAR) / total_of[LAYER_LINEAR]
+        sharded = (
+            comp["experts"] * expert_scale * share
+            + comp["dense_or_shared_mlp"] * share
+            + comp["linear_attn_linear"] * gdn_share
+            + comp["attn_linear"] * attn_share * ((1 - kv_share) + kv_share * tp / max(1, arch.num_kv_heads))
+        ) / tp
+        replicated = comp["router"] * share + comp["small_other"] * share
+        first, last = stage == 0, stage == pp - 1
+        ends = 0.0
+        if first:
+            ends += (comp["embed"] + comp["vision"]) / tp
+        if last:
+            ends += (comp["lm_head"] + comp["mtp"]) / tp
+            if arch.tie_word_embeddings and pp > 1:
+                ends += comp["embed"] / tp  # the last stage needs its own copy of the tied head
+        result.extend([int(sharded + replicated + ends)] * tp)
+    return result
+
+
+def _forward_bytes_per_token(arch: ModelArchitecture, tp: int) -> int:
+    """Activation bytes per scheduled token at the forward-pass peak of one rank (bf16 activations)."""
+    h = arch.hidden_size
+    mlp = 3 * (arch.intermediate_size or 0) // tp
+    if arch.is_moe:
+        moe = arch.moe_intermediate_size or arch.intermediate_size or 0
+        # fused_moe intermediate caches: top-k x (2 x intermediate + intermediate + hidden)
+        mlp = max(mlp if arch.first_k_dense_replace else 0, arch.num_experts_per_tok * (3 * moe // tp + h))
+        mlp += 3 * (arch.shared_expert_intermediate_size or 0) * arch.num_shared_experts // tp
+    per_token = 2 * (4 * h + mlp)
+    if arch.is_hybrid:
+        # chunked Gated-DeltaNet prefill keeps about a dozen fp32 tensors of the value width
+        per_token += 4 * 12 * arch.linear_num_value_heads // tp * arch.linear_value_head_dim
+    return per_token
+
+
+def overhead_estimate(
+    arch: ModelArchitecture,
+    version: VllmVersion,
+    settings: Mapping,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+) -> Dict[str, Any]:
+    """Modelled non-KV memory per GPU besides the weights (safe side; docs/accuracy.md)."""
+    era = _era(version)
+    tp = tensor_parallel_size
+    non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], tp) * GIB)
+    forward = int(settings["max_num_batched_tokens"]) * _forward_bytes_per_token(arch, tp)
+    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[era])
+    multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
+    peak = max(forward, sampler) + multimodal
+    cudagraph = 0
+    if not settings.get("enforce_eager"):
+        layers = _cdiv(arch.num_layers, pipeline_parallel_size)
+        capture = int(settings.get("max_cudagraph_capture_size") or 512)
+        per_layer = _tp_bucket(_CUDAGRAPH_PER_LAYER_GIB, tp)
+        cudagraph = int(layers * per_layer * max(0.25, min(1.0, capture / 512)) * GIB)
+    charged = non_torch + peak + (cudagraph if version.cudagraph_memory_charged else 0)
+    return {
+        "non_torch_bytes": non_torch,
+        "forward_peak_bytes": forward,
+        "sampler_peak_bytes": sampler,
+        "multimodal_bytes": multimodal,
+        "activation_peak_bytes": peak,
+        "cudagraph_bytes": cudagraph,
+        "cudagraph_charged": version.cudagraph_memory_charged,
+        "charged_bytes": charged,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Budget
+
+
+def format_capacity_log(version: VllmVersion, kv_cache_tokens: int, max_model_len: int, max_concurrency: float):
+    tokens = f"GPU KV cache size: {kv_cache_tokens:,} tokens"
+    concurrency = f"Maximum concurrency for {max_model_len:,} tokens per request: {max_concurrency:.2f}x"
+    if version.capacity_log_single_line:
+        return [f"{tokens}, {concurrency}"]
+    return [tokens, concurrency]
+
+
+def _capacity(version: VllmVersion, layout: Mapping, num_blocks: int, max_model_len: int) -> Tuple[int, float]:
+    concurrency = num_blocks / layout["blocks_per_request"]
+    if version.kv_tokens_from_concurrency:
+        tokens = int(concurrency * max_model_len)
+    else:
+        tokens = num_blocks // len(layout["groups"]) * layout["block_size"]
+    return tokens, concurrency
+
+
+def _weights(arch: ModelArchitecture, weights: Optional[WeightsEstimate], values: Mapping) -> WeightsEstimate:
+    if weights is not None:
+        return weights
+    return estimate_weights(
+        arch,
+        include_mtp=bool(values.get("num_speculative_tokens")),
+        include_vision=not values.get("language_model_only"),
+    )
+
+
+def _validate_layout(arch: ModelArchitecture, tp: int, pp: int, gpu_total_bytes: int) -> None:
+    for name, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(gpu_total_bytes, bool) or not isinstance(gpu_total_bytes, int) or gpu_total_bytes <= 0:
+        raise ValueError(f"gpu_total_bytes must be a positive integer (bytes per GPU), got {gpu_total_bytes!r}")
+    if arch.num_attention_heads % tp:
+        raise ValueError(
+            f"Total number of attention heads ({arch.num_attention_heads}) must be divisible by tensor parallel "
+            f"size ({tp})."
+        )
+    if pp > arch.num_layers:
+        raise ValueError(f"pipeline_parallel_size {pp} exceeds the model's {arch.num_layers} layers")
+
+
+def kv_bytes_available_per_gpu(
+    arch: ModelArchitecture,
+    vllm_version: str,
+    gpu_total_bytes: int,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    weights: Optional[WeightsEstimate] = None,
+    settings: Optional[Mapping] = None,
+    gpu_name: str = "",
+    measured_overhead_bytes: Optional[int] = None,
+) -> int:
+    """KV bytes the worst rank gets for this layout (negative when weights and overhead do not fit)."""
+    version = _version(vllm_version)
+    _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
+    values = _values(resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name))
+    if values["kv_cache_memory_bytes"] is not None:
+        return int(values["kv_cache_memory_bytes"])
+    per_rank = weights_per_rank(arch, _weights(arch, weights, values), tensor_parallel_size, pipeline_parallel_size)
+    if measured_overhead_bytes is not None:
+        overhead = int(measured_overhead_bytes)
+    else:
+        overhead = overhead_estimate(arch, version, values, tensor_parallel_size, pipeline_parallel_size)[
+            "charged_bytes"
+        ]
+    requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
+    return requested - max(per_rank) - overhead
+
+
+def _version(value: Any) -> VllmVersion:
+    return value if isinstance(value, VllmVersion) else vllm_version(value)
+
+
+def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, **hw):
+    """config/model.py _auto_fit_max_model_len: the longest length whose request fits (one block reserved)."""
+    low, high, best = 1, arch.derived_max_model_len, 0
+    while low <= high:
+        mid = (low + high) // 2
+        layout = kv_cache_layout(arch, version, values, tp, max_model_len=mid, **hw)
+        if layout["blocks_per_request"] <= num_blocks - 1:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+def vllm_memory_budget(
+    arch: ModelArchitecture,
+    vllm_version: Any,
+    gpu_total_bytes: int,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    weights: Optional[WeightsEstimate] = None,
+    settings: Optional[Mapping] = None,
+    gpu_name: str = "",
+    compute_capability: Optional[str] = None,
+    cuda_runtime: Optional[str] = None,
+    measured_overhead_bytes: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it.
+
+    Returns a plain dict: ``vllm_version``, ``version_behaviour``, ``settings`` (value + source),
+    ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib`` (ceil(total x utilization)),
+    ``weights_bytes``/``_gib`` (worst rank), ``weights_per_rank_bytes``, ``weights_source``,
+    ``overhead_bytes``/``_gib`` (charged non-KV besides weights), ``overhead_source`` ("model" or
+    "measured"), ``overhead`` (model components), ``kv_cache_bytes``/``_gib`` (worst rank),
+    ``kv_cache_source`` ("profiled" or "kv_cache_memory_bytes"), ``layout`` (kv_cache_layout),
+    ``block_size``, ``num_blocks``, ``kv_cache_tokens``, ``max_concurrency``, ``max_model_len``,
+    ``log_lines`` (exactly as the release prints them), ``vram_used_bytes``/``_gib`` (per GPU after
+    startup, CUDA graphs included) and ``findings`` (list of ``{id, severity, message}`` with vLLM's own
+    error texts where it would refuse to start).
+    """
+    version = _version(vllm_version)
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    _validate_layout(arch, tp, pp, gpu_total_bytes)
+    resolved = resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name)
+    values = _values(resolved)
+    hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
+    loaded = _weights(arch, weights, values)
+    per_rank = weights_per_rank(arch, loaded, tp, pp)
+    model_overhead = overhead_estimate(arch, version, values, tp, pp)
+    overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
+    requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
+    if values["kv_cache_memory_bytes"] is not None:
+        kv_bytes, kv_source = int(values["kv_cache_memory_bytes"]), "kv_cache_memory_bytes"
+    else:
+        kv_bytes, kv_source = requested - max(per_rank) - overhead, "profiled"
+    findings: List[Dict[str, str]] = []
+    probe = dict(values)
+    if probe["max_model_len"] == "auto":
+        probe["max_model_len"] = arch.derived_max_model_len
+    layout = kv_cache_layout(arch, version, probe, tp, **hw)
+    num_blocks = max(0, kv_bytes // layout["bytes_per_block"]) if kv_bytes > 0 else 0
+    if values["max_model_len"] == "auto":
+        fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
+        resolved["max_model_len"] = {"value": fitted, "source": "derived"}
+        values["max_model_len"] = probe["max_model_len"] = fitted
+        layout = kv_cache_layout(arch, version, probe, tp, **hw)
+    max_len = int(values["max_model_len"])
+    if max_len > arch.derived_max_model_len:
+        message = (
+            f"User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
+            f"(max_position_embeddings={arch.derived_max_model_len} in model's config.json). To allow "
+            "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+        )
+        findings.append(_finding("error", "vllm_max_model_len_too_long", message))
+    tokens, concurrency = _capacity(version, layout, num_blocks, max_len) if max_len > 0 else (0, 0.0)
+    cudagraph = model_overhead["cudagraph_bytes"]
+    after_start = max(per_rank) + overhead + max(kv_bytes, 0)
+    if not version.cudagraph_memory_charged:
+        after_start += cudagraph
+    findings.extend(
+        _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start)
+    )
+    return {
+        "vllm_version": version.text,
+        "version_behaviour": version.to_dict(),
+        "settings": resolved,
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "gpu_total_bytes": gpu_total_bytes,
+        "gpu_total_gib": gpu_total_bytes / GIB,
+        "requested_bytes": requested,
+        "requested_gib": requested / GIB,
+        "weights_bytes": max(per_rank),
+        "weights_gib": max(per_rank) / GIB,
+        "weights_per_rank_bytes": per_rank,
+        "weights_total_bytes": loaded.total_bytes,
+        "weights_source": loaded.source,
+        "overhead_bytes": overhead,
+        "overhead_gib": overhead / GIB,
+        "overhead_source": "model" if measured_overhead_bytes is None else "measured",
+        "overhead": model_overhead,
+        "kv_cache_bytes": kv_bytes,
+        "kv_cache_gib": kv_bytes / GIB,
+        "kv_cache_source": kv_source,
+        "layout": layout,
+        "block_size": layout["block_size"],
+        "num_blocks": num_blocks,
+        "kv_cache_tokens": tokens,
+        "max_concurrency": concurrency,
+        "max_model_len": max_len,
+        "log_lines": [
+            f"Available KV cache memory: {kv_bytes / GIB:.2f} GiB",
+            *format_capacity_log(version, tokens, max_len, concurrency),
+        ],
+        "vram_used_bytes": after_start,
+        "vram_used_gib": after_start / GIB,
+        "findings": findings,
+    }
+
+
+def _finding(severity: str, ident: str, message: str) -> Dict[str, str]:
+    return {"id": ident, "severity": severity, "message": message}
+
+
+def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total, after_start):
+    """Startup failures and risks the budget predicts, with vLLM's own message where it has one."""
+    found = []
+    max_len, kv_gib = int(values["max_model_len"]), kv_bytes / GIB
+    if kv_bytes <= 0:
+        message = (
+            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            f"initializing the engine (predicted KV budget {kv_gib:.2f} GiB per GPU)."
+        )
+        found.append(_finding("error", "vllm_no_kv_cache_memory", message))
+    elif num_blocks - 1 < layout["blocks_per_request"]:
+        needed = layout["blocks_per_request"] * layout["bytes_per_block"] / GIB
+        message = (
+            f"To serve at least one request with the model's max seq len ({max_len}), ({needed:.2f} GiB KV "
+            f"cache is needed, which is larger than the available KV cache memory ({kv_gib:.2f} GiB). Try "
+            "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+        )
+        found.append(_finding("error", "vllm_kv_cache_too_small", message))
+    align = arch.is_hybrid and values.get("mamba_cache_mode") == "align"
+    if align and version.align_block_size_assert and layout["block_size"] > int(values["max_num_batched_tokens"]):
+        message = (
+            f"In Mamba cache align mode, block_size ({layout['block_size']}) must be <= "
+            f"max_num_batched_tokens ({values['max_num_batched_tokens']})."
+        )
+        found.append(_finding("error", "vllm_align_block_size", message))
+    graphs = version.at_least(0, 20, 0) and not values.get("enforce_eager")
+    if arch.is_hybrid and graphs and 0 < num_blocks < int(values["max_num_seqs"]):
+        message = (
+            f"max_num_seqs ({values['max_num_seqs']}) exceeds available Mamba cache blocks ({num_blocks}). Each "
+            "decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower "
+            f"max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization."
+        )
+        found.append(_finding("error", "vllm_mamba_blocks_below_max_num_seqs", message))
+    left = (gpu_total - after_start) / GIB
+    if left < 0:
+        message = f"predicted use after startup {after_start / GIB:.2f} GiB exceeds the GPU's {gpu_total / GIB:.2f} GiB"
+        found.append(_finding("error", "vllm_exceeds_gpu_memory", message))
+    elif not version.cudagraph_memory_charged and left < 0.3:
+        message = (
+            f"only {left:.2f} GiB left after CUDA-graph capture (captured after the KV cache in this release): "
+            "lower gpu_memory_utilization if startup runs out of memory"
+        )
+        found.append(_finding("warning", "vllm_cudagraph_headroom", message))
+    if values["kv_cache_memory_bytes"] is not None:
+        message = (
+            f"kv_cache_memory_bytes pins the KV cache at {kv_gib:.2f} GiB; vLLM still requires "
+            f"{requested / GIB:.2f} GiB free at startup (gpu_memory_utilization x total)."
+        )
+        found.append(_finding("info", "vllm_kv_cache_memory_bytes", message))
+    return found
