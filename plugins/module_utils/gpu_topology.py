@@ -8,6 +8,7 @@ the ``gpu_topology`` filter runs it on the controller for declared hardware. Pyt
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -103,42 +104,46 @@ def _header_of(text: str) -> list[str] | None:
     return names
 
 
-def _matrices(text: str) -> tuple[list[dict[str, t.Any]], list[list[list[str]]], int]:
-    """The distinct link matrices (`topo -m`), the distinct `topo -p2p` grids, and how many other
-    GPU matrices the text holds."""
-    lines = [strip_ansi(line) for line in text.splitlines()]
-    links: list[dict[str, t.Any]] = []
-    grids: list[list[list[str]]] = []
-    others = 0
-    position = 0
-    while position < len(lines):
-        header = _header_of(lines[position])
-        if header is None:
-            position += 1
-            continue
-        end = position + 1
-        while end < len(lines) and lines[end].strip() and not lines[end].strip().startswith("Legend"):
-            end += 1
-        following = end
-        while following < len(lines) and _header_of(lines[following]) is None:
-            following += 1
-        rows = lines[position + 1 : end]
-        try:
-            result = _parse_matrix(header, rows, _link_cell)
-        except _OtherMatrix:
-            try:
-                grid = _parse_matrix(header, rows, _p2p_cell)["matrix"]
-            except _OtherMatrix:
-                others += 1
-            else:
-                if grid not in grids:
-                    grids.append(grid)
-        else:
-            _name_nics(result, lines[end:following])
-            if result not in links:
-                links.append(result)
-        position = end
-    return links, grids, others
+class _Matrices:
+    """The GPU matrices of a text: distinct `topo -m` link matrices, distinct `topo -p2p` grids,
+    single-GPU ones that could be either (their only cell is X), and a count of unknown ones."""
+
+    def __init__(self, text: str) -> None:
+        self.links: list[dict[str, t.Any]] = []
+        self.grids: list[list[list[str]]] = []
+        self.single_gpu: list[dict[str, t.Any]] = []
+        self.unknown = 0
+        lines = [strip_ansi(line) for line in text.splitlines()]
+        position = 0
+        while position < len(lines):
+            header = _header_of(lines[position])
+            if header is None:
+                position += 1
+                continue
+            end = position + 1
+            while end < len(lines) and lines[end].strip() and not lines[end].strip().startswith("Legend"):
+                end += 1
+            following = end
+            while following < len(lines) and _header_of(lines[following]) is None:
+                following += 1
+            self._add(header, lines[position + 1 : end], lines[end:following])
+            position = end
+
+    def _add(self, header: list[str], rows: list[str], after: list[str]) -> None:
+        link = grid = None
+        with contextlib.suppress(_OtherMatrix):
+            link = _parse_matrix(header, rows, _link_cell)
+            _name_nics(link, after)
+        with contextlib.suppress(_OtherMatrix):
+            grid = _parse_matrix(header, rows, _p2p_cell)["matrix"]
+        if link is not None and grid is not None:
+            self.single_gpu.append(link)
+        elif link is not None and link not in self.links:
+            self.links.append(link)
+        elif grid is not None and grid not in self.grids:
+            self.grids.append(grid)
+        elif link is None and grid is None:
+            self.unknown += 1
 
 
 def parse_topology(text: str) -> dict[str, t.Any]:
@@ -152,22 +157,28 @@ def parse_topology(text: str) -> dict[str, t.Any]:
     """
     if not text.strip():
         return empty_topology()
-    links, grids, others = _matrices(text)
+    matrices = _Matrices(text)
+    links = matrices.links or matrices.single_gpu[:1]
     if not links:
-        found = " (only `nvidia-smi topo -p2p` grids)" if grids else " (only unknown GPU matrices)" if others else ""
+        found = ""
+        if matrices.grids:
+            found = " (only `nvidia-smi topo -p2p` grids)"
+        elif matrices.unknown:
+            found = " (only unknown GPU matrices)"
         raise ValueError(f"no `nvidia-smi topo -m` matrix found in the text{found}")
     if len(links) > 1:
         raise ValueError(
             f"the text holds {len(links)} different `nvidia-smi topo -m` matrices; give the output of one run"
         )
     topology = links[0]
-    topology["p2p"] = _one_p2p_grid(grids, len(topology["gpus"]))
+    topology["p2p"] = _one_p2p_grid(matrices.grids, len(topology["gpus"]))
     return topology
 
 
 def parse_p2p(text: str) -> list[list[str]]:
     """Parse the output of `nvidia-smi topo -p2p r` (or w, n, a, p) into the grid of cells."""
-    _links, grids, _others = _matrices(text)
+    matrices = _Matrices(text)
+    grids = matrices.grids or [single["matrix"] for single in matrices.single_gpu[:1]]
     if not grids:
         raise ValueError("no `nvidia-smi topo -p2p` grid found in the text")
     return _one_p2p_grid(grids, len(grids[0]))

@@ -186,6 +186,10 @@ def test_single_gpu_header_is_told_from_its_row():
     assert topology["cpu_affinity"] == ["0-15"]
 
 
+def test_single_gpu_p2p_grid():
+    assert parse_p2p(" \tGPU0\t\n GPU0\tX\t\n") == [["X"]]
+
+
 def test_empty_text_is_a_host_without_gpus():
     assert parse_topology(" \n\n") == empty_topology()
 
