@@ -32,6 +32,11 @@ from ansible_collections.inferops.llm.plugins.module_utils.layout import (
     pipeline_parallel_problems,
     tensor_parallel_problems,
 )
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
+    VllmVersion,
+    batch_defaults,
+    vllm_version,
+)
 
 Version = Tuple[int, int, int]
 Finding = Dict[str, Any]
@@ -41,21 +46,11 @@ CHECKED_RELEASES: Tuple[Version, ...] = ((0, 19, 1), (0, 23, 0), (0, 28, 0), (0,
 
 # --------------------------------------------------------------------------- version boundaries
 
-# AssertionError "In Mamba cache align mode, block_size (..) must be <= max_num_batched_tokens (..)":
-# added by vLLM PR #34445 (Feb 2026; seen as a pydantic ValidationError in 0.17.1), removed in 0.27
-# (absent in 0.27.1, present in 0.26.0) when the scheduler learned to split blocks wider than a chunk.
-MAMBA_ALIGN_ASSERT_FIRST: Version = (0, 17, 0)
-MAMBA_ALIGN_ASSERT_LAST: Version = (0, 26, 99)
-# Hybrid (Mamba/GDN) models get prefix caching, hence mamba_cache_mode "align", by default from 0.26.0.
-HYBRID_PREFIX_CACHING_DEFAULT: Version = (0, 26, 0)
+# Release boundaries that change the memory model (align-mode block-size assertion 0.17-0.26, hybrid
+# prefix caching default 0.26, GGUF removed 0.24, bitsandbytes removed 0.28, mamba_cache_mode "all"
+# gone in 0.33, KV dtypes per release, default utilization) live in vllm_versions.VllmVersion.
 # "Prefix caching in Mamba cache 'align' mode ... is experimental" is logged up to 0.30.
 HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST: Version = (0, 30, 99)
-# mamba_cache_mode "all" (Mamba2 models only) exists up to 0.30, gone in 0.33.
-MAMBA_MODE_ALL_LAST: Version = (0, 30, 99)
-MAMBA_MODE_ALL_GONE: Version = (0, 33, 0)
-# GGUF loader and quantization removed in 0.24.0 (present 0.23.0); bitsandbytes removed in 0.28.0 (present 0.27.1).
-GGUF_REMOVED: Version = (0, 24, 0)
-BITSANDBYTES_REMOVED: Version = (0, 28, 0)
 # "max_num_seqs exceeds available Mamba cache blocks" (hybrid + FULL CUDA graphs) raised since 0.20.0.
 MAMBA_BLOCKS_CUDAGRAPH_ERROR: Version = (0, 20, 0)
 # --calculate-kv-scales: deprecated by PR #37201 (Mar 2026), disabled for hybrid models by PR #37565
@@ -64,9 +59,6 @@ MAMBA_BLOCKS_CUDAGRAPH_ERROR: Version = (0, 20, 0)
 KV_SCALES_HYBRID_GUARD: Version = (0, 19, 0)
 KV_SCALES_PRESENT_LAST_CHECKED: Version = (0, 19, 1)
 KV_SCALES_GONE: Version = (0, 33, 0)
-# Default --gpu-memory-utilization 0.90 up to 0.19.x, 0.92 from 0.20.0.
-GPU_UTIL_092: Version = (0, 20, 0)
-
 # --------------------------------------------------------------------------- parser tables
 # Presence per CHECKED_RELEASES ("Y"/"N"), from vllm/tool_parsers/__init__.py and
 # vllm/reasoning/__init__.py of each wheel.
@@ -221,30 +213,6 @@ FAMILIES: Dict[str, Family] = {
 
 # --------------------------------------------------------------------------- KV dtypes and backends
 
-_KV_BASE = ["auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
-# config/cache.py CacheDType: first release where each dtype is known present, and the last known absent.
-KV_CACHE_DTYPES: Dict[str, Tuple[Optional[Version], Optional[Version]]] = {
-    **{name: (None, None) for name in _KV_BASE},
-    **{
-        name: ((0, 20, 0), (0, 19, 1))
-        for name in [
-            "turboquant_k8v4",
-            "turboquant_4bit_nc",
-            "turboquant_k3v4_nc",
-            "turboquant_3bit_nc",
-            "int8_per_token_head",
-            "fp8_per_token_head",
-            "nvfp4",
-        ]
-    },
-    "int4_per_token_head": ((0, 25, 1), (0, 24, 0)),
-    "nvfp4_4over6": ((0, 28, 0), (0, 27, 1)),
-    "nvfp4_ds_mla": ((0, 30, 0), (0, 28, 0)),
-    **{
-        name: ((0, 33, 0), (0, 30, 0))
-        for name in ["octave_k3v4", "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit"]
-    },
-}
 _FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
 _PER_HEAD = ("int4_per_token_head", "int8_per_token_head", "fp8_per_token_head")
 
@@ -355,17 +323,6 @@ def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[
     return observed[-1][1]
 
 
-def _kv_dtype_known(name: str, version: Version) -> Optional[bool]:
-    if name not in KV_CACHE_DTYPES:
-        return False
-    first, last_absent = KV_CACHE_DTYPES[name]
-    if first is None or version >= first:
-        return True
-    if last_absent is not None and version <= last_absent:
-        return False
-    return None
-
-
 def _finding(check_id: str, severity: str, message: str, variable: str, suggested: Any) -> Finding:
     return {"id": check_id, "severity": severity, "message": message, "variable": variable, "suggested": suggested}
 
@@ -445,17 +402,6 @@ def _without_rope(overrides: Any) -> Any:
     return result
 
 
-def default_batch_limits(version: Version, gpu_memory_mib: int, gpu_name: str) -> Tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) that `vllm serve` defaults to (engine/arg_utils.py)."""
-    gib = gpu_memory_mib / 1024.0
-    name = gpu_name.upper()
-    if version >= (0, 20, 0) and gib >= 160:
-        return 16384, 1024
-    if gib >= 70 and "A100" not in name and "GB10" not in name:
-        return 8192, 1024
-    return 2048, 256
-
-
 def predicted_backend(version: Version, cc: int, kv_dtype: str, sinks: bool) -> Optional[str]:
     """The backend vLLM auto-selects for this GPU and KV dtype (None: nothing valid)."""
     order = _PRIORITY_SM100 if cc // 10 == 10 else _PRIORITY_OTHER
@@ -498,7 +444,8 @@ def check_vllm(
     request_kv_bytes (one max_model_len request), estimated_max_model_len, fits. env: extra service
     environment. driver: {"version": "580.95.05", "cuda": "12.9"} (installed driver and the engine's CUDA).
     """
-    ver = parse_version(version)
+    vv = vllm_version(version)
+    ver = vv.number
     arch = _arch_dict(model)
     s = dict(settings)
     budget = dict(budget or {})
@@ -507,27 +454,28 @@ def check_vllm(
     min_cc = min(ccs) if ccs else None
     hybrid = bool(arch.get("is_hybrid"))
     findings: List[Finding] = []
-    findings += _check_engine_format(ver, arch, model_format)
+    findings += _check_engine_format(vv, arch, model_format)
     findings += _check_quantization(ver, arch, s, min_cc)
     findings += _check_parsers(ver, arch, s, repo)
     findings += _check_context(ver, arch, s, env)
-    findings += _check_kv_and_backend(ver, arch, s, min_cc)
+    findings += _check_kv_and_backend(vv, arch, s, min_cc)
     findings += _check_parallel(arch, s, layout or {})
-    findings += _check_prefix_caching(ver, arch, s, hybrid)
-    findings += _check_mamba_block(ver, s, budget, hybrid)
+    findings += _check_prefix_caching(vv, arch, s, hybrid)
+    findings += _check_mamba_block(vv, s, budget, hybrid)
     findings += _check_memory(s, budget, layout or {})
-    findings += _check_max_num_seqs(ver, arch, s, budget, hybrid)
+    findings += _check_max_num_seqs(vv, arch, s, budget, hybrid)
     findings += _check_cudagraph(s)
     findings += _check_kv_scales(ver, arch, s, hybrid)
     findings += check_driver(driver, gpus)
     return findings
 
 
-def _check_engine_format(ver: Version, arch: Mapping[str, Any], model_format: str) -> List[Finding]:
+def _check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format: str) -> List[Finding]:
+    ver = vv.number
     quant = arch.get("quantization") or {}
     method = str(quant.get("method") or "").lower()
     fmt = model_format.lower()
-    if (fmt == "gguf" or method == "gguf") and ver >= GGUF_REMOVED:
+    if (fmt == "gguf" or method == "gguf") and not vv.gguf_supported:
         return [
             _finding(
                 "engine-format",
@@ -538,7 +486,7 @@ def _check_engine_format(ver: Version, arch: Mapping[str, Any], model_format: st
                 "a safetensors repository of the same model",
             )
         ]
-    if (fmt == "bitsandbytes" or method == "bitsandbytes") and ver >= BITSANDBYTES_REMOVED:
+    if (fmt == "bitsandbytes" or method == "bitsandbytes") and not vv.bitsandbytes_supported:
         return [
             _finding(
                 "engine-format",
@@ -760,13 +708,13 @@ def _check_context(
 
 
 def _check_kv_and_backend(
-    ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], cc: Optional[int]
+    vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], cc: Optional[int]
 ) -> List[Finding]:
+    ver = vv.number
     findings = []
     kv = str(s.get("kv_cache_dtype") or "auto")
-    known = _kv_dtype_known(kv, ver)
-    if known is False:
-        valid = [k for k in KV_CACHE_DTYPES if _kv_dtype_known(k, ver)]
+    if kv not in vv.kv_cache_dtypes:
+        valid = vv.kv_cache_dtypes
         findings.append(
             _finding(
                 "kv-cache-dtype",
@@ -777,16 +725,6 @@ def _check_kv_and_backend(
             )
         )
         return findings
-    if known is None:
-        findings.append(
-            _finding(
-                "kv-cache-dtype",
-                "warning",
-                f"kv_cache_dtype '{kv}' is not verified for vLLM {_fmt(ver)}",
-                "vllm_kv_cache_dtype",
-                "fp8",
-            )
-        )
     model_dtype = str(s.get("dtype") or arch.get("dtype") or "bfloat16").lower()
     model_dtype = {"half": "float16", "bf16": "bfloat16", "fp16": "float16"}.get(model_dtype, model_dtype)
     if kv in ("float16", "bfloat16") and model_dtype in ("float16", "bfloat16") and kv != model_dtype:
@@ -902,28 +840,31 @@ def _check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mappi
     return findings
 
 
-def _prefix_caching(ver: Version, s: Mapping[str, Any], hybrid: bool) -> bool:
+def _prefix_caching(vv: VllmVersion, s: Mapping[str, Any], hybrid: bool) -> bool:
     explicit = _as_bool(s.get("enable_prefix_caching"))
     if explicit is not None:
         return explicit
-    return not hybrid or ver >= HYBRID_PREFIX_CACHING_DEFAULT
+    return not hybrid or vv.hybrid_prefix_caching_default
 
 
-def mamba_cache_mode(ver: Version, s: Mapping[str, Any], hybrid: bool) -> str:
+def mamba_cache_mode(vv: VllmVersion, s: Mapping[str, Any], hybrid: bool) -> str:
     """The mode vLLM resolves: 'align' when prefix caching is on for a hybrid model, else 'none'."""
     if not hybrid:
         return "none"
-    if not _prefix_caching(ver, s, hybrid):
+    if not _prefix_caching(vv, s, hybrid):
         return "none"
     mode = s.get("mamba_cache_mode")
     return str(mode) if mode in ("align", "all") else "align"
 
 
-def _check_prefix_caching(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], hybrid: bool) -> List[Finding]:
+def _check_prefix_caching(
+    vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], hybrid: bool
+) -> List[Finding]:
     if not hybrid:
         return []
+    ver = vv.number
     findings = []
-    on = _prefix_caching(ver, s, hybrid)
+    on = _prefix_caching(vv, s, hybrid)
     mode = s.get("mamba_cache_mode")
     if on and _as_bool(s.get("enable_chunked_prefill")) is False:
         findings.append(
@@ -935,7 +876,7 @@ def _check_prefix_caching(ver: Version, arch: Mapping[str, Any], s: Mapping[str,
                 True,
             )
         )
-    if mode == "all" and ver >= MAMBA_MODE_ALL_GONE:
+    if mode == "all" and "all" not in vv.mamba_cache_modes:
         findings.append(
             _finding(
                 "prefix-caching-hybrid",
@@ -979,11 +920,10 @@ def _check_prefix_caching(ver: Version, arch: Mapping[str, Any], s: Mapping[str,
     return findings
 
 
-def _check_mamba_block(ver: Version, s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool) -> List[Finding]:
-    if not hybrid or mamba_cache_mode(ver, s, hybrid) != "align":
+def _check_mamba_block(vv: VllmVersion, s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool) -> List[Finding]:
+    if not hybrid or mamba_cache_mode(vv, s, hybrid) != "align" or not vv.align_block_size_assert:
         return []
-    if not MAMBA_ALIGN_ASSERT_FIRST <= ver <= MAMBA_ALIGN_ASSERT_LAST:
-        return []
+    ver = vv.number
     block = budget.get("block_size")
     batched = s.get("max_num_batched_tokens")
     if not block or not batched or int(batched) >= int(block):
@@ -1005,6 +945,34 @@ def suggested_batched_tokens(block_size: int, floor: int = 2048) -> int:
     return 1 << max(int(floor), int(block_size)).__sub__(1).bit_length()
 
 
+# vllm_budget findings that checks.py reports itself, under a required id with the variable to change.
+_BUDGET_IDS_COVERED = ("vllm_align_block_size", "vllm_mamba_blocks_below_max_num_seqs", "vllm_max_model_len_too_long")
+
+
+def longest_fitting_len(budget: Mapping[str, Any]) -> Optional[int]:
+    """Longest max_model_len whose one request fits the KV blocks of a vllm_memory_budget() result."""
+    layout = budget.get("layout") or {}
+    blocks = budget.get("num_blocks")
+    block_size = budget.get("block_size")
+    groups = layout.get("groups") or []
+    if not blocks or not block_size or not groups:
+        return None
+    fixed = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
+    per_length = sum(1 for g in groups if g["kind"] != "linear_attention")
+    usable = int(blocks) - 1 - fixed  # the block pool keeps one null block
+    if per_length == 0 or usable < per_length:
+        return None
+    return usable // per_length * int(block_size)
+
+
+def _utilization_for(budget: Mapping[str, Any], extra_bytes: int = 0) -> Optional[float]:
+    total = budget.get("gpu_total_bytes")
+    requested = budget.get("requested_bytes")
+    if not total or requested is None:
+        return None
+    return math.ceil((int(requested) + extra_bytes) / int(total) * 100) / 100.0
+
+
 def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
     findings = []
     if layout and layout.get("fits") is False:
@@ -1015,40 +983,35 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
                 f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}",
                 "vllm_max_model_len",
-                budget.get("estimated_max_model_len"),
+                longest_fitting_len(budget),
             )
         )
-        return findings
-    kv_bytes = budget.get("kv_cache_bytes")
-    request = budget.get("request_kv_bytes")
-    if kv_bytes is not None and kv_bytes <= 0:
-        findings.append(
-            _finding(
-                "memory-fit",
-                "error",
-                "no memory is left for the KV cache after weights and overhead ('No available memory for the cache "
-                "blocks')",
-                "vllm_gpu_memory_utilization",
-                budget.get("suggested_gpu_memory_utilization"),
-            )
-        )
-    elif kv_bytes is not None and request is not None and request > kv_bytes:
-        findings.append(
-            _finding(
-                "memory-fit",
-                "error",
-                f"one max_model_len request needs {request / 2**30:.2f} GiB of KV cache, only {kv_bytes / 2**30:.2f} "
-                "GiB are available: vLLM refuses to start",
-                "vllm_max_model_len",
-                budget.get("estimated_max_model_len"),
-            )
-        )
+    for item in budget.get("findings") or []:
+        ident = item.get("id")
+        if ident in _BUDGET_IDS_COVERED:
+            continue
+        variable, suggested = "vllm_gpu_memory_utilization", None
+        if ident == "vllm_kv_cache_too_small":
+            variable, suggested = "vllm_max_model_len", longest_fitting_len(budget)
+        elif ident == "vllm_no_kv_cache_memory":
+            kv = int(budget.get("kv_cache_bytes") or 0)
+            layout_kv = budget.get("layout") or {}
+            one_request = int(layout_kv.get("blocks_per_request", 0)) * int(layout_kv.get("bytes_per_block", 0))
+            suggested = _utilization_for(budget, one_request - kv)
+            if suggested is None or suggested > 0.97:
+                variable = "vllm_tensor_parallel_size"
+                suggested = 2 * int(s.get("tensor_parallel_size") or layout.get("tensor_parallel_size") or 1)
+        elif ident in ("vllm_exceeds_gpu_memory", "vllm_cudagraph_headroom"):
+            excess = int(budget.get("vram_used_bytes") or 0) - int(budget.get("gpu_total_bytes") or 0)
+            suggested = _utilization_for(budget, -max(excess, 0) - (300 << 20))
+        findings.append(_finding("memory-fit", item.get("severity", "error"), item["message"], variable, suggested))
     return findings
 
 
 def _check_max_num_seqs(
-    ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
+    vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
 ) -> List[Finding]:
+    ver = vv.number
     findings = []
     seqs = s.get("max_num_seqs")
     batched = s.get("max_num_batched_tokens")
@@ -1065,7 +1028,7 @@ def _check_max_num_seqs(
                 int(batched),
             )
         )
-    blocks = budget.get("num_gpu_blocks")
+    blocks = budget.get("num_blocks")
     eager = _as_bool(s.get("enforce_eager"))
     if hybrid and blocks is not None and not eager and ver >= MAMBA_BLOCKS_CUDAGRAPH_ERROR and seqs > int(blocks):
         findings.append(
@@ -1078,9 +1041,8 @@ def _check_max_num_seqs(
             )
         )
         return findings
-    state_blocks = budget.get("state_blocks_per_seq")
-    if state_blocks is None and hybrid:
-        state_blocks = state_blocks_per_sequence(arch, mamba_cache_mode(ver, s, hybrid), s)
+    groups = (budget.get("layout") or {}).get("groups") or []
+    state_blocks = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
     if hybrid and blocks and state_blocks and seqs * int(state_blocks) * 2 > int(blocks):
         fitting = max(1, int(blocks) // (2 * int(state_blocks)))
         findings.append(
@@ -1108,25 +1070,6 @@ def _check_max_num_seqs(
             )
         )
     return findings
-
-
-def state_blocks_per_sequence(arch: Mapping[str, Any], mode: str, s: Mapping[str, Any]) -> int:
-    """KV cache blocks a running sequence of a hybrid model pins for recurrent state.
-
-    vLLM groups layers per type in groups of min(#layers per type) (kv_cache_utils); each Mamba/GDN
-    group needs 1 + num_spec blocks per request in mode none, 2 + num_spec in align mode.
-    """
-    linear = int(arch.get("linear_attention_layers") or 0)
-    attention = int(arch.get("full_attention_layers") or 0) + int(arch.get("sliding_window_layers") or 0)
-    if not linear:
-        return 0
-    group = min(linear, attention) if attention else linear
-    if attention and max(linear, attention) < 1.5 * group:
-        group = max(linear, attention)
-    spec = s.get("speculative_config") or {}
-    num_spec = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, Mapping) else 0
-    per_group = (2 if mode == "align" else 1) + num_spec
-    return math.ceil(linear / group) * per_group
 
 
 def _check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
@@ -1361,19 +1304,19 @@ def choose_vllm_settings(
     """Resolve the settings the inventory left unset so that every check passes.
 
     inventory: settings given by the user (snake_case `vllm serve` names, unset keys absent or None).
-    budget: callable(settings) -> vllm_budget figures (block_size, max_concurrency, num_gpu_blocks) for
-    a settings mapping; it supplies the hybrid block size and the KV capacity.
+    budget: callable(settings) -> vllm_budget.vllm_memory_budget() result for those settings (the
+    caller binds architecture, GPU and layout); it supplies the hybrid block size and the KV capacity.
     Returns ``{name: {"value", "source": "inventory|default|chosen", "reason"}}``.
     """
-    ver = parse_version(version)
+    vv = vllm_version(version)
+    ver = vv.number
     arch = _arch_dict(model)
     hybrid = bool(arch.get("is_hybrid"))
     ccs = [c for c in (_cc(g) for g in gpus) if c is not None]
     cc = min(ccs) if ccs else None
     smallest = min(gpus, key=lambda g: int(g.get("memory_mib") or 0)) if gpus else {}
-    default_batched, default_seqs = default_batch_limits(
-        ver, int(smallest.get("memory_mib") or 0), str(smallest.get("name") or "")
-    )
+    defaults = batch_defaults(vv, int(smallest.get("memory_mib") or 0) << 20, str(smallest.get("name") or ""))
+    default_batched, default_seqs = defaults["max_num_batched_tokens"], defaults["max_num_seqs"]
     out: Dict[str, Dict[str, Any]] = {}
 
     def given(name: str) -> bool:
@@ -1427,7 +1370,7 @@ def choose_vllm_settings(
         )
 
     if not given("enable_prefix_caching"):
-        on = _prefix_caching(ver, {}, hybrid)
+        on = _prefix_caching(vv, {}, hybrid)
         reason = (
             f"vLLM {_fmt(ver)} default for a hybrid model ({'on' if on else 'off'}; on from 0.26.0)"
             if hybrid
@@ -1439,7 +1382,7 @@ def choose_vllm_settings(
     if hybrid:
         choose(
             "mamba_cache_mode",
-            mamba_cache_mode(ver, mode_settings, hybrid),
+            mamba_cache_mode(vv, mode_settings, hybrid),
             "align when prefix caching is on for a hybrid model, else none",
             "default",
         )
@@ -1461,8 +1404,8 @@ def choose_vllm_settings(
             hybrid
             and block
             and int(block) > value
-            and mamba_cache_mode(ver, resolved, hybrid) == "align"
-            and MAMBA_ALIGN_ASSERT_FIRST <= ver <= MAMBA_ALIGN_ASSERT_LAST
+            and mamba_cache_mode(vv, resolved, hybrid) == "align"
+            and vv.align_block_size_assert
         ):
             value = suggested_batched_tokens(int(block))
             reason = f"at least the hybrid block size {block} (vLLM {_fmt(ver)} asserts it in align mode)"
@@ -1471,19 +1414,28 @@ def choose_vllm_settings(
         resolved["max_num_batched_tokens"] = value
     if not given("max_num_seqs"):
         value, reason, source = default_seqs, f"vLLM default for this GPU class ({default_seqs})", "default"
-        figures = dict(budget(resolved)) if budget else figures
-        concurrency = figures.get("max_concurrency")
-        if concurrency is not None and value > max(1, math.floor(float(concurrency))):
-            value = max(1, math.floor(float(concurrency)))
-            reason = f"the KV cache holds {float(concurrency):.2f} sequences at max_model_len"
-            source = "chosen"
-        blocks = figures.get("num_gpu_blocks")
-        if hybrid and blocks is not None and value > int(blocks):
-            value, reason, source = int(blocks), f"one Mamba cache block per sequence ({blocks} blocks)", "chosen"
-        batched = int(resolved.get("max_num_batched_tokens") or value)
-        value = min(value, batched)
-        choose("max_num_seqs", value, reason, source)
+        batched = int(resolved.get("max_num_batched_tokens") or default_batched)
+        # The sampler warm-up and CUDA graphs grow with max_num_seqs, so the KV capacity depends on the
+        # value being chosen: iterate to the fixed point (it settles in two or three rounds).
+        for _ in range(6) if budget else ():
+            figures = dict(budget(dict(resolved, max_num_seqs=value)))
+            fit, why = default_seqs, reason
+            concurrency = figures.get("max_concurrency")
+            if concurrency is not None and fit > max(1, math.floor(float(concurrency))):
+                fit = max(1, math.floor(float(concurrency)))
+                why = f"the KV cache holds {float(concurrency):.2f} sequences at max_model_len"
+            blocks = figures.get("num_blocks")
+            groups = (figures.get("layout") or {}).get("groups") or []
+            state = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
+            if hybrid and blocks and state and fit * state * 2 > int(blocks):
+                fit = max(1, int(blocks) // (2 * state))
+                why = f"each sequence pins {state} of {blocks} KV blocks for its recurrent state; half stay for tokens"
+            fit = min(fit, batched)
+            if fit == value:
+                break
+            value, reason, source = fit, why, "chosen" if fit != default_seqs else "default"
+        choose("max_num_seqs", min(value, batched), reason, source)
     if not given("gpu_memory_utilization"):
-        util = 0.92 if ver >= GPU_UTIL_092 else 0.9
+        util = vv.default_gpu_memory_utilization
         choose("gpu_memory_utilization", util, f"vLLM {_fmt(ver)} default", "default")
     return out
