@@ -1,0 +1,59 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The inferops.llm.vllm_serve_config and inferops.llm.vllm_startup_report filters (documented in their .yml files)."""
+
+from __future__ import annotations
+
+import typing as t
+from collections.abc import Sequence
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_log import parse_startup_report
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_serve import ServeConfigError, serve_config
+
+
+def _optional_float(value: t.Any, name: str) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError(f"vllm_startup_report: {name} must be a number, got {value!r}") from None
+
+
+def vllm_serve_config(command: t.Any, host: t.Any, port: t.Any, model: t.Any = None) -> dict[str, t.Any]:
+    """The `vllm serve --config` mapping for the plan's command, listening on host:port."""
+    if isinstance(command, (str, bytes)) or not isinstance(command, Sequence):
+        raise AnsibleFilterError(
+            f"vllm_serve_config expects the plan's command as a list, not a {type(command).__name__}"
+        )
+    try:
+        return serve_config(list(command), str(host), int(port), None if model in (None, "") else str(model))
+    except ServeConfigError as error:
+        raise AnsibleFilterError(f"vllm_serve_config: {error}") from error
+    except (TypeError, ValueError) as error:
+        raise AnsibleFilterError(f"vllm_serve_config: port must be an integer, got {port!r}") from error
+
+
+def vllm_startup_report(
+    log: t.Any, gpu_total_gib: t.Any = None, gpu_memory_utilization: t.Any = None
+) -> dict[str, t.Any]:
+    """The startup memory report in a vLLM server's log (text or list of lines)."""
+    if isinstance(log, (str, bytes)):
+        text = log.decode("utf-8", "replace") if isinstance(log, bytes) else log
+        lines = text.splitlines()
+    elif isinstance(log, Sequence):
+        lines = [str(line) for line in log]
+    else:
+        raise AnsibleFilterError(f"vllm_startup_report expects log text or a list of lines, not a {type(log).__name__}")
+    return parse_startup_report(
+        lines,
+        gpu_total_gib=_optional_float(gpu_total_gib, "gpu_total_gib"),
+        gpu_memory_utilization=_optional_float(gpu_memory_utilization, "gpu_memory_utilization"),
+    )
+
+
+class FilterModule:
+    def filters(self) -> dict[str, t.Callable[..., t.Any]]:
+        return {"vllm_serve_config": vllm_serve_config, "vllm_startup_report": vllm_startup_report}

@@ -1,0 +1,98 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Turn the plan's `vllm serve` argv into the mapping of a `vllm serve --config` YAML file.
+
+vLLM's FlexibleArgumentParser.load_config_file (vllm/utils/argparse_utils.py) turns each key into
+`--key`: a scalar becomes `--key str(value)`, a list repeated values, a mapping a JSON string and
+`true` a bare flag. A `false` is dropped without a word when the file is read by `vllm serve`'s
+top-level parser (vllm#51401; still so in 0.33.0), so an argv `--no-enable-prefix-caching` is kept
+as the key `no-enable-prefix-caching: true`, which the parser expands back to that flag.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List, Optional, Sequence
+
+# Keys the vllm role sets itself (listen address) or keeps out of files that are not secret.
+ROLE_KEYS = {"host": "vllm_host", "port": "vllm_port"}
+SECRET_KEYS = {"api-key": "vllm_api_key"}
+
+_LONG_OPTION_RE = re.compile(r"^--[A-Za-z][A-Za-z0-9_.-]*$")
+_SHORT_OPTION_RE = re.compile(r"^-[A-Za-z]")
+
+
+class ServeConfigError(ValueError):
+    """The argv cannot be written as a config file; the message names what to change."""
+
+
+def _value(text: str) -> Any:
+    """A flag value as YAML shows it best without changing what vLLM receives.
+
+    Integers, floats and JSON objects round-trip through str() / json.dumps() unchanged; JSON
+    true/false/null and lists are kept as text because they would change meaning in YAML.
+    """
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(parsed, bool) or parsed is None or isinstance(parsed, list):
+        return text
+    if isinstance(parsed, (int, float)) and str(parsed) != text:
+        return text
+    return parsed
+
+
+def serve_config(command: Sequence[str], host: str, port: int, model: Optional[str] = None) -> Dict[str, Any]:
+    """The config-file mapping for a `vllm serve MODEL --flag value ...` argv.
+
+    host, port: where the server listens (the role's vllm_host and vllm_port).
+    model: what to serve instead of the argv's positional model (e.g. a local snapshot path).
+    Raises ServeConfigError for argv it cannot carry over faithfully.
+    """
+    argv = [str(arg) for arg in command]
+    if len(argv) < 3 or not argv[0].endswith("vllm") or argv[1] != "serve" or argv[2].startswith("-"):
+        raise ServeConfigError(f"the plan's command must start with 'vllm serve MODEL', got {argv[:3]!r}")
+    config: Dict[str, Any] = {"model": model or argv[2], "host": host, "port": int(port)}
+    options: Dict[str, Any] = {}
+    key: Optional[str] = None
+    values: List[str] = []
+
+    def flush() -> None:
+        if key is None:
+            return
+        if not values:
+            options[key] = True
+        elif len(values) == 1:
+            options[key] = _value(values[0])
+        else:
+            options[key] = [_value(v) for v in values]
+
+    for arg in argv[3:]:
+        if arg.startswith("--"):
+            flush()
+            name, has_value, inline = arg[2:].partition("=")
+            if not _LONG_OPTION_RE.match("--" + name):
+                raise ServeConfigError(f"cannot read the option {arg!r} of the plan's command")
+            name = name.replace("_", "-")
+            if name in ROLE_KEYS:
+                raise ServeConfigError(f"the plan's command sets --{name}: set {ROLE_KEYS[name]} instead")
+            if name in SECRET_KEYS:
+                raise ServeConfigError(
+                    f"the plan's command sets --{name}, a secret: set {SECRET_KEYS[name]} (kept in a mode 0600 file)"
+                )
+            if name == "config":
+                raise ServeConfigError("the plan's command sets --config: the vllm role writes that file itself")
+            if name in options:
+                raise ServeConfigError(f"the plan's command sets --{name} twice")
+            key, values = name, ([inline] if has_value else [])
+        elif _SHORT_OPTION_RE.match(arg):
+            raise ServeConfigError(f"use the long form of {arg!r} in vllm_extra_args (e.g. --tensor-parallel-size)")
+        elif key is None:
+            raise ServeConfigError(f"unexpected argument {arg!r} after the model in the plan's command")
+        else:
+            values.append(arg)
+    flush()
+    config.update(options)
+    return config

@@ -1,0 +1,43 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.llm.plugins.filter.vllm import vllm_serve_config, vllm_startup_report
+
+LOG = (
+    "Model loading took 14.26 GiB memory and 17.888750 seconds\n"
+    "Available KV cache memory: 7.08 GiB\n"
+    "GPU KV cache size: 222,822 tokens, Maximum concurrency for 131,072 tokens per request: 1.70x\n"
+)
+
+
+def test_startup_report_reads_text_and_lines_alike():
+    assert vllm_startup_report(LOG) == vllm_startup_report(LOG.splitlines())
+    assert vllm_startup_report(LOG.encode())["kv_cache_tokens"] == 222822
+
+
+def test_startup_report_overhead_from_string_arguments():
+    result = vllm_startup_report(LOG, "23.56", "0.972")
+    assert result["overhead_gib"] == pytest.approx(22.9 - 14.26 - 7.08, abs=0.01)
+
+
+@pytest.mark.parametrize(("log", "args"), [({"a": 1}, ()), (LOG, ("lots", None))])
+def test_startup_report_rejects_bad_input(log, args):
+    with pytest.raises(AnsibleFilterError):
+        vllm_startup_report(log, *args)
+
+
+def test_serve_config_errors_name_the_variable():
+    with pytest.raises(AnsibleFilterError, match="vllm_port"):
+        vllm_serve_config(["vllm", "serve", "m", "--port", "1"], "127.0.0.1", 8000)
+    with pytest.raises(AnsibleFilterError, match="as a list"):
+        vllm_serve_config("vllm serve m", "127.0.0.1", 8000)
+    with pytest.raises(AnsibleFilterError, match="port must be an integer"):
+        vllm_serve_config(["vllm", "serve", "m"], "127.0.0.1", "http")
+
+
+def test_serve_config_empty_model_means_the_plans_model():
+    assert vllm_serve_config(["vllm", "serve", "m"], "127.0.0.1", 8000, "")["model"] == "m"
