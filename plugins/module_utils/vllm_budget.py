@@ -34,6 +34,8 @@ Public API:
     measured_overhead_bytes=None) -> dict``: the full budget (keys listed in its docstring).
 ``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
+``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
+    "GPU KV cache size") and ``max_concurrency`` for a budget and a ``kv_cache_layout``.
 ``format_capacity_log(version, kv_cache_tokens, max_model_len, max_concurrency) -> list[str]``.
 ``parse_human_int(value) -> int``: vLLM's human_readable_int (``5g`` = 5e9, ``5G`` = 5 GiB).
 """
@@ -509,13 +511,15 @@ def format_capacity_log(version: VllmVersion, kv_cache_tokens: int, max_model_le
     return [tokens, concurrency]
 
 
-def _capacity(version: VllmVersion, layout: Mapping, num_blocks: int, max_model_len: int) -> Tuple[int, float]:
+def kv_capacity(version: VllmVersion, layout: Mapping, kv_cache_bytes: int) -> Dict[str, Any]:
+    """Blocks, "GPU KV cache size" tokens and maximum concurrency for a KV budget and a kv_cache_layout."""
+    num_blocks = max(0, int(kv_cache_bytes) // layout["bytes_per_block"])
     concurrency = num_blocks / layout["blocks_per_request"]
     if version.kv_tokens_from_concurrency:
-        tokens = int(concurrency * max_model_len)
+        tokens = int(concurrency * layout["max_model_len"])
     else:
         tokens = num_blocks // len(layout["groups"]) * layout["block_size"]
-    return tokens, concurrency
+    return {"num_blocks": num_blocks, "kv_cache_tokens": tokens, "max_concurrency": concurrency}
 
 
 def _weights(arch: ModelArchitecture, weights: Optional[WeightsEstimate], values: Mapping) -> WeightsEstimate:
@@ -634,7 +638,7 @@ def vllm_memory_budget(
     if probe["max_model_len"] == "auto":
         probe["max_model_len"] = arch.derived_max_model_len
     layout = kv_cache_layout(arch, version, probe, tp, **hw)
-    num_blocks = max(0, kv_bytes // layout["bytes_per_block"]) if kv_bytes > 0 else 0
+    num_blocks = kv_capacity(version, layout, kv_bytes)["num_blocks"]
     if values["max_model_len"] == "auto":
         fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
         resolved["max_model_len"] = {"value": fitted, "source": "derived"}
@@ -648,7 +652,8 @@ def vllm_memory_budget(
             "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
         )
         findings.append(_finding("error", "vllm_max_model_len_too_long", message))
-    tokens, concurrency = _capacity(version, layout, num_blocks, max_len) if max_len > 0 else (0, 0.0)
+    capacity = kv_capacity(version, layout, kv_bytes)
+    tokens, concurrency = capacity["kv_cache_tokens"], capacity["max_concurrency"]
     cudagraph = model_overhead["cudagraph_bytes"]
     after_start = max(per_rank) + overhead + max(kv_bytes, 0)
     if not version.cudagraph_memory_charged:
