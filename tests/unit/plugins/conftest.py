@@ -8,8 +8,21 @@ import typing as t
 
 import pytest
 import yaml
+from ansible.module_utils import _internal as module_utils_internal
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def module_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run module tests as on a managed host.
+
+    Importing any controller code (a filter plugin, ansible.errors) marks the whole pytest process
+    as the controller, after which AnsibleModule.warn() goes to the display instead of the module
+    result. Modules never share a process with the controller, so undo that for tests of modules.
+    """
+    if request.node.path.parent.name == "modules":
+        monkeypatch.setattr(module_utils_internal, "is_controller", False)
 
 
 @pytest.fixture
