@@ -103,3 +103,11 @@ test: ## everything CI runs, with a timing summary per stage
 .PHONY: clean
 clean: ## remove build outputs (keeps .venv and the Docker images)
 	rm -rf $(BUILD) tests/output
+
+.PHONY: plan
+plan: venv ## plan the example inventory (no root, GPU or network): reports in plans/, table printed
+	ansible-playbook -i inventories/example playbooks/plan.yml
+
+.PHONY: benchmark
+benchmark: venv ## plan 200 declared hosts and report the wall time and cost per host (not a test)
+	python tests/benchmark/plan_hosts.py --hosts 200 | tee $(BUILD)/benchmark-report.md

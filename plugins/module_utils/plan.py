@@ -19,14 +19,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.checks import check_ollama
+from ansible_collections.inferops.llm.plugins.module_utils.checks import check_ollama, check_vllm, choose_vllm_settings
 from ansible_collections.inferops.llm.plugins.module_utils.layout import select_layout
+from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
 from ansible_collections.inferops.llm.plugins.module_utils.ollama_budget import (
     ollama_budget,
     shape_from_architecture,
 )
 from ansible_collections.inferops.llm.plugins.module_utils.ollama_render import ollama_environment
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
+    cuda_total_bytes_from_nvidia_smi,
+    parse_human_int,
+    vllm_memory_budget,
+)
 
 GIB = float(1 << 30)
 MIB = 1 << 20
@@ -44,19 +51,6 @@ _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|
 # Values that look like credentials wherever they appear (Hugging Face, OpenAI-style keys).
 _SECRET_VALUE_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{20,}")
 _SECRET_FLAGS = ("--api-key", "--hf-token")
-# vLLM's human_readable_int: lowercase k/m/g/t decimal, uppercase K/M/G/T binary.
-_HUMAN_INT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
-_HUMAN_UNITS = {
-    "": 1,
-    "k": 10**3,
-    "m": 10**6,
-    "g": 10**9,
-    "t": 10**12,
-    "K": 1 << 10,
-    "M": 1 << 20,
-    "G": 1 << 30,
-    "T": 1 << 40,
-}
 _MODEL_KEYS = ("repo", "revision", "config", "config_file", "base_model", "file", "weights_bytes", "quantization")
 
 
@@ -137,8 +131,6 @@ VLLM_SETTINGS: Tuple[Setting, ...] = (
     _vllm("limit_mm_per_prompt", "map"),
     _vllm("language_model_only", "bool"),
     _vllm("speculative_config", "map"),
-    _vllm("host", "str"),
-    _vllm("port", "int", minimum=1, maximum=65535),
 )
 
 # Ollama settings (the ollama_* variables). Its environment is rendered by ollama_render.
@@ -237,20 +229,6 @@ def _number(value: Any, kind: str) -> Optional[float]:
     return None
 
 
-def parse_human_bytes(value: Any) -> Optional[int]:
-    """A byte count as vLLM's --kv-cache-memory-bytes reads it (``20600M`` = 20600 x 2^20)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    match = _HUMAN_INT_RE.match(str(value))
-    if not match:
-        return None
-    return int(float(match.group(1)) * _HUMAN_UNITS[match.group(2)])
-
-
 def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
     kind = setting.kind
     if kind == "bool":
@@ -273,7 +251,10 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
             errors.append(f"{var} must be at most {setting.maximum:g}, got {value!r}")
         return number
     if kind == "bytes":
-        number = parse_human_bytes(value)
+        try:
+            number: Optional[int] = parse_human_int(value)
+        except ValueError:
+            number = None
         if number is None or (setting.minimum is not None and number < setting.minimum):
             errors.append(f"{var} must be a byte count such as 21474836480 or 20600M (M = MiB), got {value!r}")
         return number
@@ -410,8 +391,6 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
             errors.append(f"{var}: {setting.flag} exists only {bound}; {engine} {version} does not accept it")
             continue
         settings[setting.name] = coerced
-    if model.get("quantization") and "quantization" not in settings and engine == "vllm":
-        settings["quantization"] = model["quantization"]
 
     gpus_var = f"{engine}_gpus"
     gpus = variables.get(gpus_var)
@@ -478,15 +457,29 @@ def _cli_value(value: Any) -> str:
 
 
 def vllm_command(
-    repo: str, revision: str, settings: Mapping[str, Mapping[str, Any]], extra_args: Sequence[str]
+    repo: str,
+    revision: str,
+    settings: Mapping[str, Mapping[str, Any]],
+    extra_args: Sequence[str],
+    auto_max_model_len: bool = False,
 ) -> List[str]:
-    """`vllm serve` argv for resolved settings. Settings without a flag, or unset (None), are left out."""
+    """`vllm serve` argv for resolved settings.
+
+    Settings that are unset (None) or at the pinned release's own default (source "default") are left
+    out: the release applies them itself, and an explicit flag could pin a value vLLM derives later
+    (such as the hybrid block size).
+
+    auto_max_model_len: the inventory asked for vLLM's auto-fit (-1); the setting's value is then the
+    length the plan predicts, and the argv keeps -1 so that vLLM fits it itself.
+    """
     argv = ["vllm", "serve", repo, "--revision", revision]
     for setting in VLLM_SETTINGS:
         entry = settings.get(setting.name)
-        if entry is None or entry.get("value") is None:
+        if entry is None or entry.get("value") is None or entry.get("source") == "default":
             continue
         value = entry["value"]
+        if setting.name == "max_model_len" and auto_max_model_len:
+            value = "auto"
         if setting.kind == "bool":
             if value:
                 argv.append(setting.flag)
@@ -631,6 +624,11 @@ def build_plan(
     if revision:
         plan["checks"].insert(0, revision)
     plan["host"] = host
+    unique: List[Dict[str, str]] = []
+    for finding in plan["checks"]:
+        if finding not in unique:
+            unique.append(finding)
+    plan["checks"] = unique
     order = (
         "host",
         "engine",
@@ -802,5 +800,261 @@ def _gguf_type(file_name: Optional[str]) -> Optional[str]:
     return match.group(0).upper() if match else None
 
 
+# Budget findings restate some checks with vLLM's own error text; they are listed under the check's id
+# and only when the check itself did not already report that topic.
+_BUDGET_FINDING_IDS = {
+    "vllm_max_model_len_too_long": "context-length",
+    "vllm_no_kv_cache_memory": "memory-fit",
+    "vllm_kv_cache_too_small": "memory-fit",
+    "vllm_exceeds_gpu_memory": "memory-fit",
+    "vllm_cudagraph_headroom": "memory-fit",
+    "vllm_kv_cache_memory_bytes": "memory-fit",
+    "vllm_align_block_size": "mamba-block-size",
+    "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
+}
+# Keys of the vLLM role's measurement (ansible_local.inferops_vllm) that must match this plan for its
+# measured overhead to stand in for the model: the overhead depends on them.
+_MEASURED_CONTEXT = ("vllm_version", "repo", "revision", "tensor_parallel_size", "pipeline_parallel_size")
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """config.json updated like vLLM's --hf-overrides: nested mappings merged, other values replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _merge(base.get(key), value)
+        return merged
+    return override
+
+
+def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
+    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry)."""
+    config = _load_config(inputs.model)
+    architecture, entry, _source = describe_model(inputs.model, config)
+    overrides = inputs.settings.get("hf_overrides")
+    if not overrides:
+        return architecture, architecture, entry
+    base = config if config is not None else entry.config
+    return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
+
+
+def _measured_overhead(
+    measured: Optional[Mapping[str, Any]], context: Mapping[str, Any]
+) -> Tuple[Optional[int], Optional[Dict[str, str]]]:
+    """Measured non-KV overhead per GPU (bytes) when the measurement matches this plan's configuration."""
+    if not measured or measured.get("overhead_gib") is None:
+        return None, None
+    different = [key for key in _MEASURED_CONTEXT if key in measured and measured[key] != context.get(key)]
+    if different:
+        note = _finding(
+            "memory-fit",
+            "info",
+            f"the overhead measured at the last vLLM start is not used: {', '.join(different)} changed since",
+        )
+        return None, note
+    return int(float(measured["overhead_gib"]) * GIB), None
+
+
 def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    raise PlanInputError(["vLLM planning is not wired yet: module_utils/vllm_budget.py has not landed"])
+    version = inputs.engine_version
+    architecture, served, entry = _architecture(inputs)
+    requested = dict(inputs.settings)
+    weights = estimate_weights(
+        served,
+        params=entry.params if entry is not None and _load_config(inputs.model) is None else None,
+        weights_bytes=inputs.model.get("weights_bytes"),
+        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
+        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
+        include_vision=not requested.get("language_model_only"),
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    allowed = inputs.gpus or list(by_index)
+    smallest = min((by_index[i] for i in allowed if i in by_index), key=lambda g: int(g["memory_mib"]))
+    gpu_total = cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"]))
+    context = {
+        "vllm_version": version,
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+    }
+
+    def budget(settings: Mapping[str, Any], tp: int, pp: int) -> Dict[str, Any]:
+        overhead, _note = _measured_overhead(
+            measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+        )
+        return vllm_memory_budget(
+            served,
+            version,
+            gpu_total,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            weights=weights,
+            settings=settings,
+            gpu_name=str(smallest.get("name") or ""),
+            compute_capability=smallest.get("compute_capability"),
+            measured_overhead_bytes=overhead,
+        )
+
+    def memory_fit(tp: int, pp: int) -> bool:
+        try:
+            figures = budget(requested, tp, pp)
+        except ValueError:
+            return False  # the split itself is invalid for this model
+        return (
+            figures["kv_cache_bytes"]
+            >= (figures["layout"]["blocks_per_request"] + 1) * figures["layout"]["bytes_per_block"]
+        )
+
+    layout = select_layout(
+        gear.gpus,
+        architecture,
+        topology=gear.topology,
+        memory_fit=memory_fit,
+        gpu_memory_utilization=float(requested.get("gpu_memory_utilization") or 0.9),
+        engine="vllm",
+        requested={
+            "tensor_parallel_size": requested.get("tensor_parallel_size"),
+            "pipeline_parallel_size": requested.get("pipeline_parallel_size"),
+            "data_parallel_size": requested.get("data_parallel_size"),
+            "enable_expert_parallel": requested.get("enable_expert_parallel"),
+            "gpus": inputs.gpus,
+        },
+    )
+    tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
+    used = [by_index[i] for i in layout["gpus"] if i in by_index]
+    chosen = choose_vllm_settings(
+        version=version,
+        model=architecture,
+        gpus=used,
+        inventory=requested,
+        repo=inputs.model["repo"],
+        budget=lambda settings: _figures(budget(settings, tp, pp)),
+    )
+    values = {name: entry["value"] for name, entry in chosen.items()}
+    values.update({k: v for k, v in requested.items() if k not in values})
+    figures = budget(values, tp, pp)
+    settings = _vllm_settings(inputs, layout, chosen, figures)
+    resolved_values = {name: entry["value"] for name, entry in settings.items()}
+    environment = _environment(layout["env"], {}, inputs.environment)
+    findings = plan_findings(
+        check_vllm(
+            version=version,
+            model=architecture,
+            settings=resolved_values,
+            gpus=used,
+            repo=inputs.model["repo"],
+            model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+            layout=layout,
+            budget=_figures(figures),
+            env=environment,
+            driver=_driver(gear.driver),
+        )
+    )
+    reported = {f["id"] for f in findings}
+    for finding in figures["findings"]:
+        check_id = _BUDGET_FINDING_IDS.get(finding["id"], finding["id"])
+        if check_id not in reported:
+            findings.append(_finding(check_id, finding["severity"], finding["message"]))
+    _overhead, note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    if note:
+        findings.append(note)
+    quantization = inputs.model.get("quantization") or (
+        architecture.quantization.scheme if architecture.quantization is not None else None
+    )
+    return {
+        "engine": "vllm",
+        "engine_version": version,
+        "model": _model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "layout": _layout_section(layout),
+        "memory": _vllm_memory(figures, used),
+        "settings": settings,
+        "checks": findings,
+        "command": vllm_command(
+            inputs.model["repo"],
+            inputs.model["revision"],
+            settings,
+            [flag for flag in layout.get("flags") or [] if flag not in _SETTING_FLAGS] + inputs.extra_args,
+            auto_max_model_len=requested.get("max_model_len") == "auto",
+        ),
+        "environment": environment,
+    }
+
+
+def _figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
+    """The budget figures checks.py reads."""
+    layout = budget["layout"]
+    request = layout["blocks_per_request"] * layout["bytes_per_block"]
+    return {
+        "block_size": budget["block_size"],
+        "num_gpu_blocks": budget["num_blocks"],
+        "max_concurrency": budget["max_concurrency"],
+        "kv_cache_bytes": budget["kv_cache_bytes"],
+        "request_kv_bytes": request,
+        "fits": budget["kv_cache_bytes"] >= request + layout["bytes_per_block"],
+    }
+
+
+_SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
+_SOURCE_REASON = {"derived": "derived by vLLM from the settings above"}
+
+
+def _vllm_settings(
+    inputs: HostInputs, layout: Mapping[str, Any], chosen: Mapping[str, Mapping[str, Any]], figures: Mapping[str, Any]
+) -> Dict[str, Dict[str, Any]]:
+    """Every resolved setting, in the order of VLLM_SETTINGS: inventory, chosen (checks.py) or default."""
+    budget_settings = figures["settings"]
+    layout_source = layout.get("source") or {}
+    result: Dict[str, Dict[str, Any]] = {}
+    for setting in VLLM_SETTINGS:
+        name = setting.name
+        if name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            source = layout_source.get(name, "chosen")
+            reason = None if source == "inventory" else layout["reason"]
+            result[name] = resolved(int(layout[name]), source, reason)
+        elif name == "max_model_len" and inputs.settings.get(name) == "auto":
+            result[name] = resolved(
+                int(figures["max_model_len"]),
+                "inventory",
+                "auto (-1): the longest length whose request fits the KV cache",
+            )
+        elif name in inputs.settings:
+            result[name] = resolved(inputs.settings[name], "inventory")
+        elif setting.flag in (layout.get("flags") or []):
+            result[name] = resolved(True, "chosen", layout["reason"])
+        elif name in chosen:
+            entry = chosen[name]
+            result[name] = resolved(entry["value"], entry["source"], entry.get("reason"))
+        elif name in budget_settings and budget_settings[name]["value"] is not None:
+            entry = budget_settings[name]
+            source = entry["source"] if entry["source"] in ("inventory", "default", "chosen") else "default"
+            reason = _SOURCE_REASON.get(entry["source"], f"vLLM {inputs.engine_version} default")
+            result[name] = resolved(entry["value"], source, reason)
+    return result
+
+
+def _vllm_memory(figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The plan's memory section from the budget (per GPU, as each rank logs it)."""
+    per_rank = figures["weights_per_rank_bytes"]
+    per_gpu = []
+    for position, gpu in enumerate(used):
+        rank_weights = per_rank[position % len(per_rank)] if per_rank else figures["weights_bytes"]
+        per_gpu.append(
+            {
+                "index": int(gpu["index"]),
+                "name": gpu.get("name"),
+                "total_gib": gib(cuda_total_bytes_from_nvidia_smi(int(gpu["memory_mib"]))),
+                "weights_gib": gib(rank_weights),
+                "overhead_gib": gib(figures["overhead_bytes"]),
+                "kv_cache_gib": gib(figures["kv_cache_bytes"]),
+            }
+        )
+    return {
+        "gpu_total_gib": gib(figures["gpu_total_bytes"]),
+        "weights_gib": gib(figures["weights_bytes"]),
+        "overhead_gib": gib(figures["overhead_bytes"]),
+        "kv_cache_gib": gib(figures["kv_cache_bytes"]),
+        "kv_cache_tokens": int(figures["kv_cache_tokens"]),
+        "max_concurrency": round(float(figures["max_concurrency"]), 2),
+        "block_size": int(figures["block_size"]),
+        "vram_used_gib": gib(figures["vram_used_bytes"]),
+        "per_gpu": per_gpu,
+    }

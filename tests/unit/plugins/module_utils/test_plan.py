@@ -1,0 +1,384 @@
+"""Host plans: input validation, settings sources, rendered command/environment, secrets, report keys."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils.plan import (
+    PlanInputError,
+    build_plan,
+    input_errors,
+    input_names,
+    resolved,
+    validate_inputs,
+    vllm_command,
+)
+from ansible_collections.inferops.llm.plugins.module_utils.plan_report import render_markdown, render_table
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+HF_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+API_KEY = "sk-not-a-real-key-0123456789abcdef"
+
+RTX3090 = {
+    "index": 0,
+    "name": "NVIDIA GeForce RTX 3090",
+    "memory_mib": 24576,
+    "compute_capability": "8.6",
+    "pcie_gen_max": 4,
+    "pcie_width_current": 16,
+}
+TOPO_3090X2_NVLINK = """\
+        GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID
+GPU0     X      NV4     0-15    0               N/A
+GPU1    NV4      X      0-15    0               N/A
+"""
+PLAN_KEYS = [
+    "host",
+    "engine",
+    "engine_version",
+    "model",
+    "layout",
+    "memory",
+    "settings",
+    "checks",
+    "command",
+    "environment",
+]
+MODEL_KEYS = {"repo", "revision", "architecture", "weights_bytes", "weights_source", "quantization"}
+LAYOUT_KEYS = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpus", "reason"}
+MEMORY_KEYS = {
+    "gpu_total_gib",
+    "weights_gib",
+    "overhead_gib",
+    "kv_cache_gib",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "block_size",
+    "vram_used_gib",
+    "per_gpu",
+}
+
+
+def ollama_vars(**overrides):
+    variables = {
+        "inferops_engine": "ollama",
+        "ollama_version": "0.30.0",
+        "inferops_model": {
+            "repo": "unsloth/Qwen3.5-35B-A3B-GGUF",
+            "revision": COMMIT,
+            "file": "Qwen3.5-35B-A3B-UD-Q3_K_XL.gguf",
+            "base_model": "Qwen3.5-35B-A3B",
+            "weights_bytes": 16_589_310_180,
+        },
+        "ollama_context_length": 65536,
+        "ollama_flash_attention": True,
+    }
+    variables.update(overrides)
+    return variables
+
+
+def one_3090():
+    return {"gpus": [dict(RTX3090)], "topology": {}, "driver": {"driver_loaded": True, "driver_version": "570.172.08"}}
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+@pytest.mark.parametrize(
+    ("variables", "names"),
+    [
+        ({}, ["inferops_engine"]),
+        ({"inferops_engine": "sglang"}, ["inferops_engine"]),
+        (
+            {"inferops_engine": "vllm", "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": "main"}},
+            ["vllm_version"],
+        ),
+        (
+            {
+                "inferops_engine": "vllm",
+                "vllm_version": "0.33",
+                "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": "x"},
+            },
+            ["vllm_version"],
+        ),
+        (
+            {"inferops_engine": "vllm", "vllm_version": ">=0.30", "inferops_model": None},
+            ["vllm_version", "inferops_model"],
+        ),
+        ({"inferops_engine": "ollama", "ollama_version": "latest"}, ["ollama_version", "inferops_model"]),
+    ],
+)
+def test_required_inputs_are_named(variables, names):
+    errors = input_errors(variables)
+    assert len(errors) == len(names)
+    for error, name in zip(errors, names):
+        assert error.startswith(name)
+
+
+def test_version_error_shows_an_exact_pin():
+    (error,) = input_errors(
+        {"inferops_engine": "vllm", "vllm_version": "0.33", "inferops_model": {"repo": "a/b", "revision": "main"}}
+    )
+    assert "exact pin like 0.33.0" in error
+    assert "'0.33'" in error
+
+
+def test_model_description_is_checked_key_by_key():
+    errors = input_errors(
+        {
+            "inferops_engine": "vllm",
+            "vllm_version": "0.33.0",
+            "inferops_model": {"repo": "not a repo", "revison": "main", "weights_bytes": -5},
+        }
+    )
+    text = "\n".join(errors)
+    assert "inferops_model has unknown keys revison" in text
+    assert "inferops_model.repo must be a Hugging Face repository id" in text
+    assert "inferops_model.revision is required" in text
+    assert "inferops_model.weights_bytes must be a positive integer" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("vllm_max_num_seqs", "many", "vllm_max_num_seqs must be an integer"),
+        ("vllm_max_num_seqs", 0, "vllm_max_num_seqs must be at least 1"),
+        ("vllm_gpu_memory_utilization", 1.5, "vllm_gpu_memory_utilization must be at most 1"),
+        ("vllm_enable_prefix_caching", "sometimes", "vllm_enable_prefix_caching must be true or false"),
+        ("vllm_hf_overrides", "rope", "vllm_hf_overrides must be a mapping"),
+        ("vllm_mamba_cache_mode", "full", "vllm_mamba_cache_mode must be one of align, none, all"),
+        ("vllm_kv_cache_memory_bytes", "lots", "vllm_kv_cache_memory_bytes must be a byte count"),
+        ("vllm_calculate_kv_scales", True, "vllm_calculate_kv_scales: --calculate-kv-scales exists only up to 0.33.0"),
+        ("vllm_gpus", "0,1", "vllm_gpus must be a non-empty list"),
+    ],
+)
+def test_engine_settings_are_typed_and_version_checked(name, value, expected):
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT},
+        name: value,
+    }
+    errors = input_errors(variables)
+    assert any(error.startswith(expected) for error in errors), errors
+
+
+def test_settings_accept_inventory_spellings():
+    inputs = validate_inputs(
+        {
+            "inferops_engine": "vllm",
+            "vllm_version": "0.21.0",
+            "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT, "quantization": "fp8"},
+            "vllm_max_num_seqs": "8",
+            "vllm_enable_prefix_caching": "yes",
+            "vllm_max_model_len": "auto",
+            "vllm_kv_cache_memory_bytes": "20600M",
+            "vllm_calculate_kv_scales": False,
+            "vllm_tool_call_parser": None,
+        }
+    )
+    assert inputs.settings == {
+        "max_num_seqs": 8,
+        "enable_prefix_caching": True,
+        "max_model_len": "auto",
+        "kv_cache_memory_bytes": 20600 * 2**20,
+        "calculate_kv_scales": False,
+    }
+    # The checkpoint's scheme describes the model (weights estimate); it is not a --quantization flag.
+    assert inputs.model["quantization"] == "fp8"
+
+
+def test_extra_args_may_not_duplicate_managed_flags():
+    errors = input_errors(
+        {
+            "inferops_engine": "vllm",
+            "vllm_version": "0.33.0",
+            "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT},
+            "vllm_extra_args": ["--max-model-len=8192", "--disable-log-requests"],
+        }
+    )
+    assert errors == ["vllm_extra_args sets --max-model-len, which the plan manages: use vllm_max_model_len instead"]
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {"vllm_extra_args": ["--api-key", API_KEY]},
+        {"vllm_extra_args": [f"--hf-token={HF_TOKEN}"]},
+        {"vllm_environment": {"HF_TOKEN": HF_TOKEN}},
+        {"vllm_environment": {"SOMETHING": HF_TOKEN}},
+        {"vllm_hf_overrides": {"token": HF_TOKEN}},
+    ],
+)
+def test_credentials_are_refused_without_being_echoed(variables):
+    base = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT},
+    }
+    errors = input_errors({**base, **variables})
+    assert errors
+    assert "credential" in errors[0]
+    text = json.dumps(errors)
+    assert HF_TOKEN not in text
+    assert API_KEY not in text
+
+
+def test_input_names_leave_secrets_out():
+    names = input_names()
+    assert "vllm_max_model_len" in names
+    assert "ollama_context_length" in names
+    assert not {"vllm_api_key", "vllm_hf_token", "inferops_hf_token", "ollama_api_key"} & set(names)
+
+
+# ------------------------------------------------------------------------------ rendering
+
+
+def test_vllm_command_uses_the_serve_flags():
+    settings = {
+        "max_model_len": resolved("auto", "inventory"),
+        "enable_prefix_caching": resolved(False, "inventory"),
+        "enable_chunked_prefill": resolved(True, "inventory"),
+        "trust_remote_code": resolved(False, "inventory"),
+        "block_size": resolved(16, "default", "vLLM 0.33.0 default"),
+        "hf_overrides": resolved({"text_config": {"rope_parameters": {"factor": 4.0}}}, "inventory"),
+        "gpu_memory_utilization": resolved(0.885, "inventory"),
+        "attention_backend": resolved(None, "default", "left to vLLM"),
+        "tool_call_parser": resolved("qwen3_coder", "chosen"),
+    }
+    argv = vllm_command("Qwen/Qwen3.6-35B-A3B", "main", settings, ["--disable-log-requests"])
+    assert argv == [
+        "vllm",
+        "serve",
+        "Qwen/Qwen3.6-35B-A3B",
+        "--revision",
+        "main",
+        "--max-model-len",
+        "-1",
+        "--gpu-memory-utilization",
+        "0.885",
+        "--no-enable-prefix-caching",
+        "--enable-chunked-prefill",
+        "--tool-call-parser",
+        "qwen3_coder",
+        "--hf-overrides",
+        '{"text_config":{"rope_parameters":{"factor":4.0}}}',
+        "--disable-log-requests",
+    ]
+
+
+# ------------------------------------------------------------------------------ Ollama plans
+
+
+def test_ollama_plan_has_the_documented_keys_and_types():
+    plan = build_plan(ollama_vars(), one_3090(), host="gguf-3090")
+    assert list(plan) == PLAN_KEYS
+    assert plan["host"] == "gguf-3090"
+    assert (plan["engine"], plan["engine_version"]) == ("ollama", "0.30.0")
+    assert set(plan["model"]) == MODEL_KEYS
+    assert plan["model"]["weights_bytes"] == 16_589_310_180
+    assert plan["model"]["weights_source"] == "inventory"
+    assert plan["model"]["quantization"] == "UD-Q3_K_XL"
+    assert set(plan["layout"]) == LAYOUT_KEYS
+    assert plan["layout"]["gpus"] == [0]
+    assert set(plan["memory"]) == MEMORY_KEYS
+    for key in MEMORY_KEYS - {"per_gpu", "block_size", "kv_cache_tokens"}:
+        assert isinstance(plan["memory"][key], float), key
+    assert plan["memory"]["block_size"] is None
+    assert plan["memory"]["kv_cache_tokens"] == 65536
+    assert plan["memory"]["vram_used_gib"] == pytest.approx(sum(g["used_gib"] for g in plan["memory"]["per_gpu"]))
+    assert plan["command"] == ["ollama", "serve"]
+    assert all(set(check) == {"id", "severity", "message"} for check in plan["checks"])
+    json.dumps(plan)  # plain JSON types only
+
+
+def test_ollama_settings_say_where_each_value_came_from():
+    plan = build_plan(ollama_vars(ollama_num_parallel=4), one_3090(), host="h")
+    settings = plan["settings"]
+    assert settings["context_length"] == {"value": 65536, "source": "inventory"}
+    assert settings["flash_attention"] == {"value": True, "source": "inventory"}
+    assert settings["kv_cache_type"]["source"] == "default"
+    assert settings["kv_cache_type"]["value"] == "f16"
+    # Ollama serves qwen35moe one sequence at a time whatever the inventory says.
+    assert settings["num_parallel"]["value"] == 1
+    assert settings["num_parallel"]["source"] == "default"
+    assert "forced" in settings["num_parallel"]["reason"]
+    assert plan["environment"]["OLLAMA_NUM_PARALLEL"] == "1"
+    assert plan["environment"]["OLLAMA_CONTEXT_LENGTH"] == "65536"
+    assert plan["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_branch_revision_warns_and_commit_does_not():
+    pinned = build_plan(ollama_vars(), one_3090())
+    assert "model-revision" not in [c["id"] for c in pinned["checks"]]
+    variables = ollama_vars()
+    variables["inferops_model"] = dict(variables["inferops_model"], revision="main")
+    branch = build_plan(variables, one_3090())
+    (finding,) = [c for c in branch["checks"] if c["id"] == "model-revision"]
+    assert finding["severity"] == "warning"
+    assert "inferops_model.revision 'main'" in finding["message"]
+
+
+def test_ollama_without_the_gguf_size_names_weights_bytes():
+    variables = ollama_vars()
+    del variables["inferops_model"]["weights_bytes"]
+    with pytest.raises(PlanInputError, match=r"inferops_model\.weights_bytes is required for Ollama"):
+        build_plan(variables, one_3090())
+
+
+def test_several_gpus_need_the_declared_topology():
+    gpus = [dict(RTX3090), dict(RTX3090, index=1)]
+    with pytest.raises(PlanInputError, match="inferops_gpu_topology_text is required"):
+        build_plan(ollama_vars(), {"gpus": gpus, "topology": {}})
+    plan = build_plan(ollama_vars(), {"gpus": gpus, "topology": parse_topology(TOPO_3090X2_NVLINK)})
+    assert plan["layout"]["gpus"] == [0]  # the model fits one card: Ollama uses the fewest GPUs
+
+
+def test_no_gpus_is_a_clear_error():
+    with pytest.raises(PlanInputError, match="no GPUs to plan for: declare inferops_gpus"):
+        build_plan(ollama_vars(), {"gpus": []})
+
+
+def test_secrets_in_the_host_variables_never_reach_the_plan():
+    variables = ollama_vars(
+        vllm_api_key=API_KEY,
+        inferops_hf_token=HF_TOKEN,
+        ollama_environment_extra={"OLLAMA_KEEP_ALIVE": "24h"},
+    )
+    plan = build_plan(variables, one_3090(), host="h")
+    text = json.dumps(plan) + render_markdown(plan)
+    assert API_KEY not in text
+    assert HF_TOKEN not in text
+    assert plan["environment"]["OLLAMA_KEEP_ALIVE"] == "24h"
+
+
+def test_inputs_are_not_modified():
+    variables = ollama_vars()
+    hardware = one_3090()
+    before = copy.deepcopy((variables, hardware))
+    build_plan(variables, hardware)
+    assert (variables, hardware) == before
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def test_markdown_and_table_show_the_plan():
+    plan = build_plan(ollama_vars(), one_3090(), host="gguf-3090")
+    markdown = render_markdown(plan)
+    assert markdown.startswith("# Plan for gguf-3090\n")
+    assert "| context_length | 65,536 | inventory |" in markdown
+    assert "OLLAMA_CONTEXT_LENGTH=65536 \\\n" in markdown
+    assert markdown.rstrip().endswith("ollama serve\n```")
+    header, separator, row, failed = render_table([plan, {"host": "broken"}])
+    assert header.split("|")[1].strip() == "host"
+    assert set(separator) <= {"|", "-"}
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[:3] == ["gguf-3090", "ollama 0.30.0", f"unsloth/Qwen3.5-35B-A3B-GGUF@{COMMIT}"]
+    assert cells[-1] == "0 error, 0 warning"
+    assert "no plan" in failed
+    assert len({len(line) for line in (header, separator, row, failed)}) == 1
