@@ -1044,7 +1044,11 @@ def _check_max_num_seqs(
     groups = (budget.get("layout") or {}).get("groups") or []
     state_blocks = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
     if hybrid and blocks and state_blocks and seqs * int(state_blocks) * 2 > int(blocks):
+        # Fewer sequences also shrink the sampler warm-up, so the KV cache only grows: the number of
+        # full-length sequences it holds is a value that passes this rule and the next one.
         fitting = max(1, int(blocks) // (2 * int(state_blocks)))
+        if budget.get("max_concurrency") is not None:
+            fitting = max(1, min(fitting, math.floor(float(budget["max_concurrency"]))))
         findings.append(
             _finding(
                 "max-num-seqs",
