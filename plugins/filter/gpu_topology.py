@@ -25,7 +25,7 @@ def gpu_topology(text: t.Any) -> dict[str, t.Any]:
     except ValueError as error:
         raise AnsibleFilterError(
             f"gpu_topology: {error}. Paste the complete output of `nvidia-smi topo -m` into "
-            "inferops_gpu_topology_text as a YAML block scalar (|)."
+            "inferops_gpu_topology_text as a YAML block scalar (`|2` keeps the header's leading spaces)."
         ) from error
 
 
