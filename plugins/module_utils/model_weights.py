@@ -317,8 +317,12 @@ def estimate_weights(
     elif weights_file:
         given_total, source = _file_total(weights_file)
     if given_total is not None:
-        # weights_bytes is "as loaded"; a checkpoint file also holds the MTP block vLLM skips
-        in_total = [n for n in COMPONENTS if weights_bytes is None or include_mtp or n != "mtp"]
+        # weights_bytes is "as loaded" and a GGUF file holds only the text model (the vision tower is a
+        # separate mmproj file, the MTP block is dropped); a safetensors checkpoint holds everything.
+        as_loaded = weights_bytes is not None or source.startswith("gguf")
+        if source.startswith("gguf"):
+            components["vision"] = 0
+        in_total = [n for n in COMPONENTS if not as_loaded or include_mtp or n != "mtp"]
         estimated = sum(components[n] for n in in_total) or 1
         scale = given_total / estimated
         components = {n: int(components[n] * scale) if n in in_total else 0 for n in COMPONENTS}

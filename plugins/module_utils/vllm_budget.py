@@ -12,7 +12,8 @@ Public API:
     -1 / "auto" for vLLM's auto-fit), ``gpu_memory_utilization``, ``kv_cache_memory_bytes``,
     ``kv_cache_dtype``, ``max_num_seqs``, ``max_num_batched_tokens``, ``enable_prefix_caching``,
     ``mamba_cache_mode``, ``mamba_cache_dtype``, ``mamba_ssm_cache_dtype``, ``block_size``,
-    ``num_speculative_tokens`` (MTP drafts: loads the MTP block, adds its layer to the KV cache),
+    ``num_speculative_tokens`` or ``speculative_config`` (``{method, num_speculative_tokens}``; drafts enlarge
+    the GDN conv state, an MTP method also loads the MTP block and adds its layer to the KV cache),
     ``enforce_eager``, ``max_cudagraph_capture_size``, ``language_model_only``.
 ``resolve_settings(arch, version, gpu_total_bytes, settings=None, gpu_name="") -> dict``:
     every memory-relevant setting as ``{name: {"value": v, "source": "inventory"|"default"|"derived"}}``.
@@ -32,6 +33,10 @@ Public API:
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
     measured_overhead_bytes=None) -> dict``: the full budget (keys listed in its docstring).
+    ``measured_overhead_bytes``: non-KV memory per GPU besides the weights from a previous start of the same
+    configuration (``Desired ... R GiB`` - ``Model loading took`` - ``Available KV cache memory``); it replaces
+    the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
+    0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side).
 ``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
 ``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
@@ -202,7 +207,15 @@ def resolve_settings(
         if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
             ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
         put("mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
-    put("num_speculative_tokens", 0)
+    spec = given.get("speculative_config")
+    spec = dict(spec) if isinstance(spec, Mapping) else {}
+    if _setting(given, "num_speculative_tokens") is None and spec.get("num_speculative_tokens") is not None:
+        resolved["num_speculative_tokens"] = {"value": int(spec["num_speculative_tokens"]), "source": "inventory"}
+    else:
+        put("num_speculative_tokens", 0)
+    method = str(spec.get("method") or ("mtp" if resolved["num_speculative_tokens"]["value"] else ""))
+    # MTP drafts (method mtp, qwen3_next_mtp, deepseek_mtp...) add the checkpoint's MTP layer to the KV cache
+    resolved["speculative_method"] = {"value": method or None, "source": "inventory" if spec else "default"}
     put("enforce_eager", False)
     put("language_model_only", False)
     max_seqs = resolved["max_num_seqs"]["value"]
@@ -333,7 +346,8 @@ def kv_cache_layout(
     attn_1tok = attention_bytes_per_token(arch, kv_dtype, tp)
     requested_block = int(settings.get("block_size") or KERNEL_BLOCK_ALIGNMENT)
     layer_kinds = tuple(layers) if layers is not None else arch.layer_types
-    counts = _layer_specs(arch, layer_kinds, arch.mtp_layers if num_spec else 0)
+    mtp = arch.mtp_layers if num_spec and "mtp" in str(settings.get("speculative_method") or "mtp") else 0
+    counts = _layer_specs(arch, layer_kinds, mtp)
     mode = settings.get("mamba_cache_mode") if arch.is_hybrid else None
     checkpoint = bool(arch.is_hybrid and mode == "align" and version.gdn_prefill_checkpoint)
     checkpoint = checkpoint and _gdn_prefill_checkpoint_active(arch, compute_capability, cuda_runtime)
@@ -527,7 +541,7 @@ def _weights(arch: ModelArchitecture, weights: Optional[WeightsEstimate], values
         return weights
     return estimate_weights(
         arch,
-        include_mtp=bool(values.get("num_speculative_tokens")),
+        include_mtp=bool(values.get("num_speculative_tokens")) and "mtp" in str(values.get("speculative_method")),
         include_vision=not values.get("language_model_only"),
     )
 
