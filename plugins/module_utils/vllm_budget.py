@@ -528,7 +528,7 @@ def format_capacity_log(version: VllmVersion, kv_cache_tokens: int, max_model_le
 def kv_capacity(version: VllmVersion, layout: Mapping, kv_cache_bytes: int) -> Dict[str, Any]:
     """Blocks, "GPU KV cache size" tokens and maximum concurrency for a KV budget and a kv_cache_layout."""
     num_blocks = max(0, int(kv_cache_bytes) // layout["bytes_per_block"])
-    concurrency = num_blocks / layout["blocks_per_request"]
+    concurrency = num_blocks / layout["blocks_per_request"] if layout["blocks_per_request"] else 0.0
     if version.kv_tokens_from_concurrency:
         tokens = int(concurrency * layout["max_model_len"])
     else:

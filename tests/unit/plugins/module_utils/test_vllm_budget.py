@@ -1,0 +1,437 @@
+"""vLLM budget: hand-worked cases traced to vLLM's source per release era, and the startup-log dataset.
+
+Sections cited as "ref §x" are in the team's research notes on vLLM startup memory (bisected from the
+published wheels 0.17.1 ... 0.33.0), summarised with the same section names in docs/memory-model.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import pathlib
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
+    GIB,
+    _pp_partition,
+    attention_bytes_per_token,
+    cuda_total_bytes_from_nvidia_smi,
+    format_capacity_log,
+    gdn_state_bytes,
+    kv_bytes_available_per_gpu,
+    kv_cache_layout,
+    kv_capacity,
+    parse_human_int,
+    resolve_settings,
+    vllm_memory_budget,
+    weights_per_rank,
+)
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
+    batch_defaults,
+    parse_vllm_version,
+    vllm_version,
+)
+
+QWEN36_35B = find_model("Qwen/Qwen3.6-35B-A3B").architecture()
+QWEN36_27B = find_model("Qwen/Qwen3.6-27B").architecture()
+QWEN3_NEXT = find_model("Qwen/Qwen3-Next-80B-A3B-Instruct").architecture()
+LLAMA8B = find_model("meta-llama/Llama-3.1-8B-Instruct").architecture()
+LLAMA70B = find_model("meta-llama/Llama-3.3-70B-Instruct").architecture()
+QWEN3_32B = find_model("Qwen/Qwen3-32B").architecture()
+GPT_OSS_120B = find_model("openai/gpt-oss-120b").architecture()
+DEEPSEEK = find_model("deepseek-ai/DeepSeek-V3").architecture()
+H100 = int(79.18 * GIB)
+RTX5090 = int(31.36 * GIB)
+
+
+def layout(arch, version="0.26.0", tp=1, **settings):
+    v = vllm_version(version)
+    values = {k: e["value"] for k, e in resolve_settings(arch, v, settings.pop("total", RTX5090), settings).items()}
+    return kv_cache_layout(arch, v, values, tp, compute_capability=settings.get("compute_capability"))
+
+
+# ---- versions (ref §0) ------------------------------------------------------------------------------
+
+
+def test_version_parsing():
+    assert parse_vllm_version("0.26.0") == (0, 26, 0)
+    assert parse_vllm_version("v0.10.1.1") == (0, 10, 1, 1)
+    assert parse_vllm_version("0.27.1+cu129") == (0, 27, 1)
+    for bad in ("0.26", "0.26.1rc1", ">=0.26.0", "latest"):
+        with pytest.raises(ValueError, match="is not an exact release"):
+            parse_vllm_version(bad)
+    with pytest.raises(ValueError, match=r"predates 0\.10\.0"):
+        vllm_version("0.9.2")
+    with pytest.raises(ValueError, match="newer than the releases this collection has read"):
+        vllm_version("0.34.0")
+
+
+@pytest.mark.parametrize(
+    ("version", "util", "cudagraphs", "tokens_from_concurrency", "hybrid_prefix", "align_assert"),
+    [
+        ("0.19.1", 0.90, False, False, False, True),
+        ("0.20.0", 0.92, True, False, False, True),
+        ("0.20.1", 0.92, True, True, False, True),
+        ("0.25.1", 0.92, True, True, False, True),
+        ("0.26.0", 0.92, True, True, True, True),
+        ("0.27.1", 0.92, True, True, True, False),
+        ("0.33.0", 0.92, True, True, True, False),
+    ],
+)
+def test_version_eras(version, util, cudagraphs, tokens_from_concurrency, hybrid_prefix, align_assert):
+    v = vllm_version(version)
+    assert v.default_gpu_memory_utilization == util
+    assert v.cudagraph_memory_charged is cudagraphs
+    assert v.kv_tokens_from_concurrency is tokens_from_concurrency
+    assert v.hybrid_prefix_caching_default is hybrid_prefix
+    assert v.align_block_size_assert is align_assert
+
+
+def test_kv_cache_dtypes_per_release():
+    assert "turboquant_4bit_nc" not in vllm_version("0.19.1").kv_cache_dtypes
+    assert {"turboquant_4bit_nc", "nvfp4"} <= set(vllm_version("0.20.0").kv_cache_dtypes)
+    assert "nvfp4_4over6" not in vllm_version("0.27.1").kv_cache_dtypes
+    assert "nvfp4_4over6" in vllm_version("0.28.0").kv_cache_dtypes
+    assert "all" in vllm_version("0.30.0").mamba_cache_modes
+    assert vllm_version("0.33.0").mamba_cache_modes == ("align", "none")
+    with pytest.raises(ValueError, match=r"Invalid kv_cache_dtype: 'turboquant_4bit_nc' for vLLM 0\.19\.1"):
+        resolve_settings(QWEN36_35B, vllm_version("0.19.1"), H100, {"kv_cache_dtype": "turboquant_4bit_nc"})
+
+
+@pytest.mark.parametrize(
+    ("version", "total_gib", "name", "expected"),
+    [
+        ("0.33.0", 79.18, "NVIDIA H100 80GB HBM3", (8192, 1024)),
+        ("0.33.0", 79.25, "NVIDIA A100-SXM4-80GB", (2048, 256)),
+        ("0.33.0", 31.36, "NVIDIA GeForce RTX 5090", (2048, 256)),
+        ("0.33.0", 178.35, "NVIDIA B200", (16384, 1024)),
+        ("0.19.1", 178.35, "NVIDIA B200", (8192, 1024)),
+        ("0.33.0", 119.7, "NVIDIA GB10", (2048, 256)),
+    ],
+)
+def test_batch_defaults_by_gpu_class(version, total_gib, name, expected):
+    # ref §1 "Memory-relevant defaults" (engine/arg_utils.py get_batch_defaults)
+    got = batch_defaults(vllm_version(version), int(total_gib * GIB), name)
+    assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == expected
+
+
+# ---- page sizes (ref §2.1-2.3) ----------------------------------------------------------------------
+
+
+def test_gdn_state_of_qwen36():
+    # ref §2.2 table: conv (bf16) 3 x 8192 x 2, ssm (fp32) 32 x 128 x 128 x 4
+    assert gdn_state_bytes(QWEN36_35B, 1, mamba_ssm_cache_dtype="float32") == {
+        "conv_bytes": 49_152,
+        "ssm_bytes": 2_097_152,
+        "page_bytes": 2_146_304,
+    }
+    assert gdn_state_bytes(QWEN36_35B, 2, mamba_ssm_cache_dtype="float32")["page_bytes"] == 1_073_152
+    assert gdn_state_bytes(QWEN36_27B, 1, mamba_ssm_cache_dtype="float32")["page_bytes"] == 3_207_168
+    assert gdn_state_bytes(QWEN36_27B, 2, mamba_ssm_cache_dtype="float32")["page_bytes"] == 1_603_584
+    # one MTP draft token widens the conv state only: 4 x 8192 x 2
+    assert gdn_state_bytes(QWEN36_35B, 1, 1, mamba_ssm_cache_dtype="float32")["conv_bytes"] == 65_536
+    with pytest.raises(ValueError, match="10240 is not divisible by 3"):
+        gdn_state_bytes(QWEN36_27B, 3)
+
+
+def test_ssm_dtype_follows_the_checkpoint_only_for_qwen35():
+    # models/config.py Qwen3_5ForConditionalGenerationConfig sets mamba_ssm_cache_dtype from the hf config
+    v = vllm_version("0.26.0")
+    assert resolve_settings(QWEN36_35B, v, H100)["mamba_ssm_cache_dtype"] == {"value": "float32", "source": "derived"}
+    assert resolve_settings(QWEN3_NEXT, v, H100)["mamba_ssm_cache_dtype"]["value"] == "auto"
+    next_layout = layout(QWEN3_NEXT, total=H100)
+    assert next_layout["gdn_state"]["ssm_bytes"] == 32 * 128 * 128 * 2  # bf16 state
+
+
+@pytest.mark.parametrize(
+    ("arch", "dtype", "tp", "expected"),
+    [
+        (QWEN36_35B, "fp8_e4m3", 1, 1024),
+        (QWEN36_35B, "auto", 1, 2048),
+        (QWEN36_35B, "fp8", 2, 512),
+        (QWEN36_35B, "fp8", 4, 512),  # 2 KV heads replicate beyond TP=2 (config/model.py get_num_kv_heads)
+        (QWEN36_27B, "fp8", 1, 2048),
+        (QWEN36_27B, "turboquant_4bit_nc", 1, 1048),  # ref §2.3: 4 heads x 262-byte slot
+        (QWEN36_35B, "turboquant_k8v4", 1, 2 * 388),
+        (QWEN36_35B, "turboquant_3bit_nc", 1, 2 * 198),
+        (DEEPSEEK, "auto", 8, 1152),  # MLA latent (512 + 64) x bf16, replicated on every rank
+        (DEEPSEEK, "fp8_ds_mla", 1, 656),
+    ],
+)
+def test_attention_bytes_per_token_per_layer(arch, dtype, tp, expected):
+    assert attention_bytes_per_token(arch, dtype, tp) == expected
+
+
+@pytest.mark.parametrize(
+    ("arch", "dtype", "spec", "expected"),
+    [
+        # ref §2.3 worked values, kernel alignment 16
+        (QWEN36_35B, "auto", 0, 1056),
+        (QWEN36_35B, "fp8_e4m3", 0, 2096),
+        (QWEN36_35B, "fp8", 1, 2112),
+        (QWEN36_35B, "fp8", 3, 2144),
+        (QWEN36_35B, "turboquant_k8v4", 0, 2768),
+        (QWEN36_35B, "turboquant_4bit_nc", 0, 4096),
+        (QWEN36_35B, "turboquant_3bit_nc", 0, 5424),
+        (QWEN36_27B, "auto", 0, 784),
+        (QWEN36_27B, "fp8", 0, 1568),
+        (QWEN36_27B, "fp8", 3, 1600),
+        (QWEN36_27B, "turboquant_4bit_nc", 0, 3072),
+    ],
+)
+def test_hybrid_block_size(arch, dtype, spec, expected):
+    got = layout(arch, kv_cache_dtype=dtype, num_speculative_tokens=spec, max_model_len=32768)
+    assert got["block_size"] == expected
+    assert got["page_bytes"] >= got["gdn_state"]["page_bytes"]  # mamba page padded up to the attention page
+
+
+def test_block_size_does_not_change_with_tp_until_kv_heads_replicate():
+    assert layout(QWEN36_35B, kv_cache_dtype="fp8", tp=2)["block_size"] == 2096
+    # TP=4: attention stays at one KV head per rank while the GDN state halves again
+    assert layout(QWEN36_35B, kv_cache_dtype="fp8", tp=4)["block_size"] == 16 * math.ceil(536_576 / (16 * 512))
+
+
+def test_033_align_mode_with_flashinfer_gdn_prefill():
+    # ref §0: 0.33 align mode + FlashInfer GDN prefill -> block multiple of 64, one checkpoint block per group
+    hopper = layout(QWEN36_35B, "0.33.0", kv_cache_dtype="fp8", max_model_len=32768, compute_capability="9.0")
+    assert hopper["block_size"] == 2112 and hopper["gdn_prefill_checkpoint"]
+    assert hopper["blocks_per_request"] == math.ceil(32768 / 2112) + 3 * 3
+    ampere = layout(QWEN36_35B, "0.33.0", kv_cache_dtype="fp8", max_model_len=32768, compute_capability="8.6")
+    assert ampere["block_size"] == 2096 and ampere["blocks_per_request"] == 16 + 3 * 2
+
+
+def test_groups_and_blocks_per_request():
+    # ref §2.5: 10 attention + 30 GDN layers -> 4 groups of 10; ref §2.6 per-request blocks
+    none_mode = layout(QWEN36_35B, "0.25.1", kv_cache_dtype="fp8", max_model_len=32768)
+    assert [g["kind"] for g in none_mode["groups"]] == ["full_attention"] + ["linear_attention"] * 3
+    assert none_mode["bytes_per_block"] == 21_463_040  # 10 x 2096 x 1024
+    assert none_mode["blocks_per_request"] == 16 + 3  # ref: "19 x 21,463,040 B = 388.9 MiB" per 32K request
+    align = layout(QWEN36_35B, "0.26.0", kv_cache_dtype="fp8", max_model_len=32768)
+    assert align["blocks_per_request"] == 16 + 3 * 2
+    # MTP adds the draft's attention layer: 11 attention layers -> group size 11, 3 padding GDN slots
+    mtp = layout(QWEN36_35B, "0.26.0", kv_cache_dtype="fp8", num_speculative_tokens=1, max_model_len=32768)
+    assert (mtp["group_size"], mtp["padding_layers"], len(mtp["groups"])) == (11, 3, 4)
+
+
+def test_dense_bytes_per_token():
+    # ref §2.6: Llama-3.1-8B 128 KiB/token bf16, Qwen3-32B 128 KiB fp8, Llama-3.3-70B 320 KiB bf16
+    for arch, dtype, per_token in ((LLAMA8B, "auto", 128), (QWEN3_32B, "fp8", 128), (LLAMA70B, "auto", 320)):
+        got = layout(arch, kv_cache_dtype=dtype, total=H100, max_model_len=8192)
+        assert got["bytes_per_block"] == per_token * 1024 * got["block_size"]
+        assert len(got["groups"]) == 1 and got["blocks_per_request"] == 8192 // 16
+
+
+def test_sliding_window_blocks_per_request():
+    # kv_cache_interface.py SlidingWindowSpec: cdiv(min(window - 1 + batched tokens, len), block) + 1
+    got = layout(GPT_OSS_120B, "0.10.1", tp=4, max_model_len=16384, max_num_batched_tokens=2048)
+    assert [g["layers"] for g in got["groups"]] == [18, 18]
+    assert got["blocks_per_request"] == 16384 // 16 + (math.ceil((128 - 1 + 2048) / 16) + 1)
+
+
+# ---- capacity and its log lines (ref §2.6) ---------------------------------------------------------
+
+
+def test_kv_cache_size_formula_per_era():
+    fp8 = {"kv_cache_dtype": "fp8", "max_model_len": 32768}
+    kv = 100 * 21_463_040 + 5
+    old = kv_capacity(vllm_version("0.20.0"), layout(QWEN36_35B, "0.20.0", **fp8), kv)
+    new = kv_capacity(vllm_version("0.20.1"), layout(QWEN36_35B, "0.20.1", **fp8), kv)
+    assert old["num_blocks"] == new["num_blocks"] == 100
+    assert old["kv_cache_tokens"] == 100 // 4 * 2096  # <= 0.20.0: blocks // groups x block size
+    assert new["max_concurrency"] == pytest.approx(100 / 19)
+    assert new["kv_cache_tokens"] == int(100 / 19 * 32768)  # >= 0.20.1: int(concurrency x max_model_len)
+
+
+def test_capacity_log_lines():
+    assert format_capacity_log(vllm_version("0.26.0"), 93872, 16384, 5.7294921875) == [
+        "GPU KV cache size: 93,872 tokens",
+        "Maximum concurrency for 16,384 tokens per request: 5.73x",
+    ]
+    assert format_capacity_log(vllm_version("0.33.0"), 360448, 32768, 11.0) == [
+        "GPU KV cache size: 360,448 tokens, Maximum concurrency for 32,768 tokens per request: 11.00x"
+    ]
+
+
+def test_gpt_oss_record_reproduced_from_its_logged_kv():
+    # records.jsonl dennislee22-gptoss120b: 45.32 GiB -> 330,018 blocks, 2,640,144 tokens, 284.25x
+    v = vllm_version("0.10.1")
+    got = layout(GPT_OSS_120B, "0.10.1", tp=4, max_model_len=16384, max_num_batched_tokens=2048)
+    assert got["bytes_per_block"] == 18 * 16 * 2 * 2 * 64 * 2
+    capacity = kv_capacity(v, got, 330_018 * got["bytes_per_block"])
+    assert capacity["kv_cache_tokens"] == 2_640_144
+    assert f"{capacity['max_concurrency']:.2f}" == "284.25"
+
+
+# ---- the budget --------------------------------------------------------------------------------------
+
+
+def test_requested_memory_and_kv_budget_arithmetic():
+    v = "0.26.0"
+    budget = vllm_memory_budget(LLAMA8B, v, H100, settings={"max_model_len": 16384})
+    assert budget["requested_bytes"] == math.ceil(H100 * 0.92)
+    assert budget["kv_cache_bytes"] == budget["requested_bytes"] - budget["weights_bytes"] - budget["overhead_bytes"]
+    assert budget["overhead_bytes"] == budget["overhead"]["charged_bytes"]
+    assert budget["log_lines"][0] == f"Available KV cache memory: {budget['kv_cache_bytes'] / GIB:.2f} GiB"
+    assert budget["settings"]["gpu_memory_utilization"] == {"value": 0.92, "source": "default"}
+    assert budget["settings"]["max_model_len"] == {"value": 16384, "source": "inventory"}
+
+
+def test_cudagraph_memory_is_charged_from_020():
+    settings = {"max_model_len": 16384, "gpu_memory_utilization": 0.9}
+    before = vllm_memory_budget(LLAMA8B, "0.19.1", H100, settings=settings)
+    after = vllm_memory_budget(LLAMA8B, "0.20.0", H100, settings=settings)
+    assert before["overhead"]["cudagraph_bytes"] == after["overhead"]["cudagraph_bytes"] > 0
+    assert before["kv_cache_bytes"] - after["kv_cache_bytes"] == after["overhead"]["cudagraph_bytes"]
+    eager = vllm_memory_budget(LLAMA8B, "0.20.0", H100, settings={**settings, "enforce_eager": True})
+    assert eager["overhead"]["cudagraph_bytes"] == 0
+
+
+def test_kv_cache_memory_bytes_is_honoured_exactly():
+    got = vllm_memory_budget(LLAMA8B, "0.26.0", H100, settings={"kv_cache_memory_bytes": "20G"})
+    assert got["kv_cache_bytes"] == 20 * GIB and got["kv_cache_source"] == "kv_cache_memory_bytes"
+    assert got["num_blocks"] == 20 * GIB // (32 * 16 * 4096)
+    assert any(f["id"] == "vllm_kv_cache_memory_bytes" for f in got["findings"])
+    assert parse_human_int("20g") == 20 * 10**9 and parse_human_int(123) == 123
+    with pytest.raises(ValueError, match="expected a byte count"):
+        parse_human_int("20 GiB")
+
+
+def test_measured_overhead_replaces_the_model():
+    got = vllm_memory_budget(LLAMA8B, "0.26.0", H100, measured_overhead_bytes=3 * GIB)
+    assert got["overhead_source"] == "measured" and got["overhead_bytes"] == 3 * GIB
+    assert got["kv_cache_bytes"] == got["requested_bytes"] - got["weights_bytes"] - 3 * GIB
+
+
+def test_prefix_caching_default_for_hybrids():
+    # ref §2.4: prefix caching (-> mamba_cache_mode align) default-on for hybrids from 0.26.0
+    s25 = resolve_settings(QWEN36_35B, vllm_version("0.25.1"), H100)
+    s26 = resolve_settings(QWEN36_35B, vllm_version("0.26.0"), H100)
+    assert (s25["enable_prefix_caching"]["value"], s25["mamba_cache_mode"]["value"]) == (False, "none")
+    assert (s26["enable_prefix_caching"]["value"], s26["mamba_cache_mode"]["value"]) == (True, "align")
+    off = resolve_settings(QWEN36_35B, vllm_version("0.26.0"), H100, {"enable_prefix_caching": False})
+    assert off["mamba_cache_mode"] == {"value": "none", "source": "derived"}
+    assert "mamba_cache_mode" not in resolve_settings(LLAMA8B, vllm_version("0.26.0"), H100)
+    with pytest.raises(ValueError, match=r"vllm_mamba_cache_mode 'all' is not accepted by vLLM 0\.33\.0"):
+        resolve_settings(QWEN36_35B, vllm_version("0.33.0"), H100, {"mamba_cache_mode": "all"})
+
+
+def nvfp4_weights(arch):
+    return estimate_weights(arch, quantization=quantization_from_name("nvfp4"))
+
+
+def test_align_assertion_on_small_gpus_in_026_only():
+    # ref §2.4/§3 #1: 0.26.0 + fp8 KV on a 32 GB card (2048 batched tokens) dies with this assertion
+    settings = {"kv_cache_dtype": "fp8_e4m3", "max_model_len": 32768}
+    args = {"weights": nvfp4_weights(QWEN36_35B), "gpu_name": "NVIDIA GeForce RTX 5090", "settings": settings}
+    found = vllm_memory_budget(QWEN36_35B, "0.26.0", RTX5090, **args)["findings"]
+    align = [f for f in found if f["id"] == "vllm_align_block_size"]
+    assert align == [
+        {
+            "id": "vllm_align_block_size",
+            "severity": "error",
+            "message": "In Mamba cache align mode, block_size (2096) must be <= max_num_batched_tokens (2048).",
+        }
+    ]
+    later = vllm_memory_budget(QWEN36_35B, "0.27.1", RTX5090, **args)["findings"]
+    assert not [f for f in later if f["id"] == "vllm_align_block_size"]
+    earlier = vllm_memory_budget(QWEN36_35B, "0.25.1", RTX5090, **args)["findings"]
+    assert not [f for f in earlier if f["id"] == "vllm_align_block_size"]  # prefix caching off by default
+
+
+def test_memory_findings():
+    tight = vllm_memory_budget(LLAMA70B, "0.26.0", H100)
+    assert tight["kv_cache_bytes"] < 0 and tight["findings"][0]["id"] == "vllm_no_kv_cache_memory"
+    long = vllm_memory_budget(
+        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": 131072, "gpu_memory_utilization": 0.62}
+    )
+    assert "vllm_kv_cache_too_small" in {f["id"] for f in long["findings"]}
+    too_long = vllm_memory_budget(LLAMA8B, "0.26.0", H100, settings={"max_model_len": 200000})
+    assert "vllm_max_model_len_too_long" in {f["id"] for f in too_long["findings"]}
+
+
+def test_auto_fit_max_model_len():
+    got = vllm_memory_budget(
+        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": -1, "gpu_memory_utilization": 0.62}
+    )
+    fitted = got["max_model_len"]
+    assert got["settings"]["max_model_len"]["source"] == "derived" and 0 < fitted < 131072
+    per_block = got["layout"]["bytes_per_block"]
+    assert math.ceil(fitted / 16) <= got["num_blocks"] - 1 < math.ceil((fitted + 16) / 16)
+    assert got["kv_cache_bytes"] // per_block == got["num_blocks"]
+
+
+def test_weights_per_rank_under_tp_and_pp():
+    weights = estimate_weights(LLAMA70B)
+    tp2 = weights_per_rank(LLAMA70B, weights, 2)
+    assert len(tp2) == 2 and tp2[0] == pytest.approx(weights.total_bytes / 2, rel=1e-3)
+    pp2 = weights_per_rank(LLAMA70B, weights, 1, 2)
+    assert pp2[0] + pp2[1] == pytest.approx(weights.total_bytes, rel=1e-6)
+    # distributed/utils.py get_pp_indices: remainder layers go to the stages before the last
+    assert _pp_partition(61, 2) == [(0, 31), (31, 61)]
+    assert _pp_partition(5, 3) == [(0, 2), (2, 4), (4, 5)]
+
+
+def test_mxfp4_expert_padding_matches_logged_weights():
+    # records.jsonl llmd-h100-gptoss20b / -120b: "Model loading took 13.47 / 64.38 GiB" on one H100
+    for repo, logged in (("openai/gpt-oss-20b", 13.47), ("openai/gpt-oss-120b", 64.38)):
+        arch = find_model(repo).architecture()
+        rank = weights_per_rank(arch, estimate_weights(arch, params=find_model(repo).params))[0]
+        assert rank / GIB == pytest.approx(logged, rel=0.005)
+
+
+def test_kv_bytes_available_per_gpu_matches_the_full_budget_and_grows_with_tp():
+    full = vllm_memory_budget(LLAMA70B, "0.26.0", H100, 2)
+    assert kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 2) == full["kv_cache_bytes"]
+    assert kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 4) > full["kv_cache_bytes"]
+    assert (
+        kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 1, settings={"kv_cache_memory_bytes": 5 * GIB}) == 5 * GIB
+    )
+    with pytest.raises(ValueError, match=r"Total number of attention heads \(64\) must be divisible by tensor"):
+        kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 3)
+
+
+def test_nvidia_smi_total_to_cuda_total():
+    assert cuda_total_bytes_from_nvidia_smi(81559) / GIB == pytest.approx(79.15, abs=0.01)  # logs: 79.18-79.19
+    assert cuda_total_bytes_from_nvidia_smi(32607) < 31.36 * GIB  # RTX 5090 logs 31.36
+
+
+# ---- the startup-log dataset (docs/accuracy.md) ------------------------------------------------------
+
+
+def _accuracy():
+    path = pathlib.Path(__file__).resolve().parents[3] / "accuracy" / "generate.py"
+    spec = importlib.util.spec_from_file_location("accuracy_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ACCURACY = _accuracy()
+RESULT = ACCURACY.evaluate_records()
+
+
+def test_every_record_is_evaluated_or_says_why_not():
+    assert len(RESULT["evaluated"]) >= 13
+    assert all(row["reason"] for row in RESULT["skipped"])
+
+
+@pytest.mark.parametrize("row", [r for r in RESULT["evaluated"] if not r["tolerance_exempt"]], ids=lambda r: r["id"])
+def test_startup_log_predicted_within_tolerance(row):
+    errors = ACCURACY.errors(row)
+    if errors["weights_pct"] is not None:
+        assert abs(errors["weights_pct"]) <= ACCURACY.WEIGHTS_TOLERANCE_PCT
+    if errors["kv_gib"] is not None:
+        # safe side: the plan never promises (noticeably) more KV cache than vLLM allocated
+        assert errors["kv_gib"] <= ACCURACY.KV_OVER_TOLERANCE_GIB
+        assert errors["kv_gib"] >= -ACCURACY.KV_UNDER_TOLERANCE_GIB
+    for key in ("tokens_pct", "concurrency_pct"):
+        if errors[key] is not None:
+            assert abs(errors[key]) <= ACCURACY.CAPACITY_TOLERANCE_PCT
+
+
+def test_accuracy_report_is_current():
+    text = ACCURACY.render(RESULT)
+    assert ACCURACY.OUTPUT.read_text(encoding="utf-8") == text, "run tests/accuracy/generate.py"
