@@ -215,11 +215,11 @@ ansible_facts:
           sample: [[X, GNS], [GNS, X]]
 """
 
-import typing as t  # noqa: E402 (imports follow the docs)
+import typing as t
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import (  # noqa: E402
+from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import (
     OPTIONAL_QUERY_FIELDS,
     QUERY_FIELDS,
     empty_topology,
