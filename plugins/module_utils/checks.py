@@ -23,7 +23,6 @@ warning instead of an error.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils.layout import (
@@ -31,6 +30,11 @@ from ansible_collections.inferops.llm.plugins.module_utils.layout import (
     fp8_block_split_fails,
     pipeline_parallel_problems,
     tensor_parallel_problems,
+)
+from ansible_collections.inferops.llm.plugins.module_utils.nvidia_drivers import (
+    branch_of,
+    driver_at_least,
+    minimum_driver_for,
 )
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
     VllmVersion,
@@ -295,14 +299,6 @@ SCHEME_MIN_CAPABILITY = {"int4": 75, "int8": 75, "fp8": 75, "fp8_block": 75, "nv
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_version(text: Any) -> Version:
-    """'0.26.0', 'v0.27.1rc2', '0.19.1+cu128' -> (0, 26, 0) ... (missing parts are 0)."""
-    match = re.match(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(text))
-    if not match:
-        raise ValueError(f"'{text}' is not a version (expected e.g. 0.26.0); fix vllm_version")
-    return tuple(int(part or 0) for part in match.groups())  # type: ignore[return-value]
-
-
 def _fmt(version: Version) -> str:
     return ".".join(str(p) for p in version)
 
@@ -466,7 +462,7 @@ def check_vllm(
     findings += _check_max_num_seqs(vv, arch, s, budget, hybrid)
     findings += _check_cudagraph(s)
     findings += _check_kv_scales(ver, arch, s, hybrid)
-    findings += check_driver(driver, gpus)
+    findings += check_driver(driver, gpus, vv.text)
     return findings
 
 
@@ -914,7 +910,7 @@ def _check_prefix_caching(
                 "info",
                 f"vLLM {_fmt(ver)} marks prefix caching for Mamba/GDN layers (align mode) as experimental",
                 "vllm_enable_prefix_caching",
-                on,
+                None,
             )
         )
     return findings
@@ -1177,43 +1173,30 @@ def _check_kv_scales(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any]
 # --------------------------------------------------------------------------- driver
 
 
-def check_driver(driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> List[Finding]:
-    """driver-version: the installed driver against the minimum for the GPU generation and CUDA runtime.
+def check_driver(
+    driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], vllm_version: Optional[str] = None
+) -> List[Finding]:
+    """driver-version: the installed driver against the minimum for the GPUs and the engine's CUDA.
 
-    The table lives in the driver helper's module (nvidia_driver.minimum_driver); without a known
-    installed driver there is nothing to compare.
+    driver: ``{"version": "580.95.05", "cuda": "12.9" or None}``; without ``cuda`` the CUDA of vLLM's
+    default PyPI wheel for ``vllm_version`` is used. The table is nvidia_drivers (one table for the
+    nvidia_driver role and this check).
     """
     if not driver or not driver.get("version"):
         return []
-    try:
-        from ansible_collections.inferops.llm.plugins.module_utils.nvidia_driver import minimum_driver
-    except ImportError:
-        return [
-            _finding(
-                "driver-version",
-                "info",
-                "the driver table (module_utils/nvidia_driver.py) is not available; driver not checked",
-                "nvidia_driver_branch",
-                None,
-            )
-        ]
-    findings = []
-    installed = parse_version(driver["version"])
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if g.get("compute_capability")})
-    for cc in ccs:
-        need = minimum_driver(cc, driver.get("cuda"))
-        if need and installed < parse_version(need):
-            findings.append(
-                _finding(
-                    "driver-version",
-                    "error",
-                    f"driver {driver['version']} is older than {need}, the minimum for compute capability {cc}"
-                    + (f" with CUDA {driver['cuda']}" if driver.get("cuda") else ""),
-                    "nvidia_driver_version",
-                    need,
-                )
-            )
-    return findings
+    need = minimum_driver_for(gpus=gpus, cuda_version=driver.get("cuda"), vllm_version=vllm_version)
+    minimum = need["minimum_driver"]
+    if not minimum or driver_at_least(driver["version"], minimum):
+        return []
+    return [
+        _finding(
+            "driver-version",
+            "error",
+            f"driver {driver['version']} is older than {minimum}: {'; '.join(need['reasons'])}",
+            "nvidia_driver_branch",
+            branch_of(minimum),
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- Ollama checks

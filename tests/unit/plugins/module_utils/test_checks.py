@@ -670,3 +670,27 @@ def test_inventory_values_are_kept():
     assert chosen["tool_call_parser"] == {"value": "hermes", "source": "inventory", "reason": "set in the inventory"}
     assert chosen["max_num_batched_tokens"]["value"] == 2048
     assert "tool-call-parser" in ids(findings)
+
+
+@pytest.mark.parametrize(
+    ("installed", "version", "cuda", "fails"),
+    [
+        ("570.26", "0.19.1", None, True),  # the 0.19 wheel is CUDA 12.9: 575.51.03
+        ("575.57.08", "0.19.1", None, False),
+        ("575.57.08", "0.20.0", None, True),  # CUDA 13.0 wheels from 0.20.0: 580.65.06
+        ("580.95.05", "0.33.0", None, False),
+        ("570.26", "0.33.0", "12.8", False),  # a cu128 build, declared
+    ],
+)
+def test_driver_version_keyed_on_the_wheel_cuda(installed, version, cuda, fails):
+    findings = check_driver({"version": installed, "cuda": cuda}, gpus(RTX_5060TI), version)
+    assert bool(findings) is fails
+    if fails:
+        assert findings[0]["variable"] == "nvidia_driver_branch"
+        assert findings[0]["suggested"] in ("575", "580")
+
+
+def test_driver_below_the_gpu_generation_fails_without_engine_cuda():
+    findings = check_driver({"version": "560.35.03"}, gpus(RTX_5060TI))
+    assert findings[0]["suggested"] == "570"
+    assert "12.0" in findings[0]["message"]
