@@ -1,0 +1,731 @@
+# Copyright: (c) 2026, inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""NVIDIA driver facts: GPU generations, kernel module flavours, minimum drivers and apt packages.
+
+The one table of driver requirements in the collection: the ``nvidia_driver`` role and the
+``driver-version`` plan check both read it. Sources (docs/nvidia_driver.md has the details):
+
+* GPU generations and open kernel modules: NVIDIA, "NVIDIA Transitions Fully Towards Open-Source GPU
+  Kernel Modules" (R560): open modules run on Turing and newer, are required on Blackwell and Grace
+  Hopper, and do not run on Maxwell, Pascal and Volta; mixed old/new hosts keep the proprietary flavour.
+  R580 is the last branch for Maxwell, Pascal and Volta; R470 was the last for Kepler.
+* Minimum driver per CUDA release: CUDA Toolkit release notes, Table 3 (Linux x86_64, GA release);
+  CUDA minor version compatibility (Table 2): 11.x >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580.65.06.
+* CUDA of vLLM's default PyPI wheel: read from each published wheel (``vllm/_C.abi3.so``: nvcc release
+  string, PTX ISA version and the libcudart soname it links), see ``VLLM_WHEEL_CUDA``.
+* Packages: NVIDIA's CUDA repository meta-packages (``nvidia-open`` open, ``cuda-drivers`` proprietary;
+  branch-named ``*-<branch>`` variants before R590), Debian's non-free/contrib packages
+  (``nvidia-kernel-dkms`` / ``nvidia-open-kernel-dkms``, ``nvidia-smi``, ``libcuda1``...) and Ubuntu's
+  restricted packages (``nvidia-headless-<branch>[-server][-open]``).
+
+Public API (plain types in, plain types out; ``ValueError`` messages name the variable to fix):
+
+``driver_version_tuple(text) -> tuple``: ``"575.51.03"`` -> ``(575, 51, 3)``.
+``driver_at_least(installed, minimum) -> bool``.
+``branch_of(version) -> str``: ``"580.95.05"`` -> ``"580"``.
+``generation_from_compute_capability(cc) -> str | None``: ``"12.0"`` -> ``"blackwell"``.
+``generation_from_pci_device_id(device_id) -> str | None``: ``"0x2b85"`` -> ``"blackwell"``.
+``gpu_generation(gpu) -> str | None``: an ``inferops_gpus`` entry (compute capability first, then PCI id).
+``GENERATIONS``: name -> ``{"label", "open_modules", "last_branch", "compute_capabilities"}``.
+``minimum_driver_for_cuda(cuda_version, minor_version_compatibility=False) -> str``.
+``minimum_driver_for_compute_capability(cc) -> str``.
+``vllm_wheel_cuda(vllm_version) -> str``: CUDA of the default PyPI wheel, ``"0.33.0"`` -> ``"13.0"``.
+``minimum_driver_for(compute_capabilities=(), cuda_version=None, vllm_version=None, gpus=()) -> dict``:
+    ``{"minimum_driver": "580.65.06" | None, "cuda_version": "13.0" | None, "reasons": [str, ...]}``.
+``kernel_module_flavour(gpus, requested="auto", branch=None) -> str``: ``"open"`` or ``"proprietary"``.
+``default_branch(distribution, release, source) -> str``.
+``driver_packages(distribution, release, source, branch, flavour, ...) -> dict``: apt packages.
+``apt_pin(version) -> str`` and ``APT_PIN_PACKAGES``: the apt preferences stanza fields.
+``apt_version_for(madison, version) -> str | None``: the archive version of an upstream driver version.
+``driver_plan(...) -> dict``: everything the role needs, with ``errors`` naming the variables to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import parse_vllm_version
+
+# --------------------------------------------------------------------------- generations
+
+# open_modules: "unsupported" (proprietary only), "supported" (open recommended), "required".
+GENERATIONS: Dict[str, Dict[str, Any]] = {
+    "kepler": {"label": "Kepler", "open_modules": "unsupported", "last_branch": "470", "compute_capabilities": "3.x"},
+    "maxwell": {"label": "Maxwell", "open_modules": "unsupported", "last_branch": "580", "compute_capabilities": "5.x"},
+    "pascal": {"label": "Pascal", "open_modules": "unsupported", "last_branch": "580", "compute_capabilities": "6.x"},
+    "volta": {
+        "label": "Volta",
+        "open_modules": "unsupported",
+        "last_branch": "580",
+        "compute_capabilities": "7.0, 7.2",
+    },
+    "turing": {"label": "Turing", "open_modules": "supported", "last_branch": None, "compute_capabilities": "7.5"},
+    "ampere": {"label": "Ampere", "open_modules": "supported", "last_branch": None, "compute_capabilities": "8.0-8.7"},
+    "ada": {"label": "Ada Lovelace", "open_modules": "supported", "last_branch": None, "compute_capabilities": "8.9"},
+    "hopper": {"label": "Hopper", "open_modules": "supported", "last_branch": None, "compute_capabilities": "9.0"},
+    "blackwell": {
+        "label": "Blackwell",
+        "open_modules": "required",
+        "last_branch": None,
+        "compute_capabilities": "10.x-12.x",
+    },
+}
+
+# Grace Hopper superchips (GH200) take the open modules only, like Blackwell.
+_OPEN_REQUIRED_DEVICE_IDS = frozenset({0x2342, 0x2345, 0x2348})
+
+# PCI device id ranges (vendor 0x10de) per generation, from the PCI ID repository (pci.ids) chip
+# families: GK1xx, GM1xx/GM2xx, GP1xx, GV100, TU1xx, GA1xx, AD1xx, GH100, GB1xx/GB2xx.
+_PCI_RANGES: Tuple[Tuple[int, int, str], ...] = (
+    (0x0FC0, 0x0FFF, "kepler"),  # GK107/GK208
+    (0x1000, 0x103F, "kepler"),  # GK110/GK210: Tesla K20/K40/K80 (0x102D)
+    (0x1180, 0x12BF, "kepler"),  # GK104/GK106/GK208
+    (0x1340, 0x13FF, "maxwell"),  # GM107/GM108/GM204: Tesla M10 (0x13BD), M60
+    (0x1400, 0x143F, "maxwell"),  # GM206
+    (0x1617, 0x1667, "maxwell"),  # GM204 mobile
+    (0x17C0, 0x17FF, "maxwell"),  # GM200: Tesla M40 (0x17FD)
+    (0x15F0, 0x15FF, "pascal"),  # GP100: Tesla P100
+    (0x1B00, 0x1D7F, "pascal"),  # GP102/GP104/GP106/GP107/GP108: Tesla P40 (0x1B38), P4, GTX 10xx
+    (0x1D80, 0x1DFF, "volta"),  # GV100: Tesla V100, Titan V
+    (0x1E00, 0x1FFF, "turing"),  # TU102/TU104/TU106/TU117: T4 (0x1EB8), RTX 20xx
+    (0x2180, 0x21FF, "turing"),  # TU116: GTX 16xx
+    (0x20B0, 0x20FF, "ampere"),  # GA100: A100 (0x20B0/0x20B2/0x20B5), A30 (0x20B7), A800
+    (0x2200, 0x22FF, "ampere"),  # GA102: RTX 3090 (0x2204), RTX A6000 (0x2230), A40, A10
+    (0x2300, 0x23FF, "hopper"),  # GH100: H100 (0x2330/0x2331), H200 (0x2335), GH200 (0x2342)
+    (0x2400, 0x25FF, "ampere"),  # GA103/GA104/GA106/GA107: RTX 30xx, A2
+    (0x2600, 0x28FF, "ada"),  # AD102/AD103/AD104/AD106/AD107: RTX 4090 (0x2684), L40S, L4, RTX 6000 Ada
+    (0x2900, 0x29FF, "blackwell"),  # GB100/GB102: B200 (0x2901), GB200
+    (0x2B00, 0x2FFF, "blackwell"),  # GB202/GB203/GB205/GB206/GB207: RTX 5090 (0x2B85), RTX PRO 6000, RTX 5060 Ti
+    (0x3180, 0x31FF, "blackwell"),  # GB110: B300 (0x3182)
+)
+
+
+def _compute_capability(value: Any) -> Optional[Tuple[int, int]]:
+    if value is None or value == "":
+        return None
+    match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", str(value))
+    if not match:
+        raise ValueError(f"compute capability {value!r} is not of the form MAJOR.MINOR, for example '8.9'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def generation_from_compute_capability(cc: Any) -> Optional[str]:
+    """GPU generation of a CUDA compute capability ("8.9" -> "ada"); None when unknown."""
+    parsed = _compute_capability(cc)
+    if parsed is None:
+        return None
+    major, minor = parsed
+    if major == 3:
+        return "kepler"
+    if major == 5:
+        return "maxwell"
+    if major == 6:
+        return "pascal"
+    if major == 7:
+        return "turing" if minor >= 5 else "volta"
+    if major == 8:
+        return "ada" if minor == 9 else "ampere"
+    if major == 9:
+        return "hopper"
+    if 10 <= major <= 12:
+        return "blackwell"
+    return None
+
+
+def _device_id(value: Any) -> Optional[int]:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    try:
+        return int(text, 16)
+    except ValueError as error:
+        raise ValueError(f"PCI device id {value!r} is not hexadecimal, for example '0x2b85'") from error
+
+
+def generation_from_pci_device_id(device_id: Any) -> Optional[str]:
+    """GPU generation of an NVIDIA PCI device id ("0x2b85" -> "blackwell"); None when unknown."""
+    number = _device_id(device_id)
+    if number is None:
+        return None
+    for low, high, generation in _PCI_RANGES:
+        if low <= number <= high:
+            return generation
+    return None
+
+
+def gpu_generation(gpu: Mapping[str, Any]) -> Optional[str]:
+    """Generation of an ``inferops_gpus`` entry: compute capability when known, else its PCI device id."""
+    return generation_from_compute_capability(gpu.get("compute_capability")) or generation_from_pci_device_id(
+        gpu.get("pci_device_id")
+    )
+
+
+def _open_modules(gpu: Mapping[str, Any], generation: str) -> str:
+    number = _device_id(gpu.get("pci_device_id"))
+    if number in _OPEN_REQUIRED_DEVICE_IDS:
+        return "required"
+    return str(GENERATIONS[generation]["open_modules"])
+
+
+def _gpu_label(gpu: Mapping[str, Any]) -> str:
+    name = gpu.get("name") or (f"PCI device {gpu['pci_device_id']}" if gpu.get("pci_device_id") else "unnamed")
+    return f"GPU {gpu.get('index', '?')} ({name})"
+
+
+# --------------------------------------------------------------------------- driver versions
+
+
+def driver_version_tuple(text: Any) -> Tuple[int, ...]:
+    """ "575.51.03" -> (575, 51, 3); a Debian revision ("-1", "-0ubuntu1") is ignored."""
+    raw = str(text).strip().split("-", 1)[0]
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", raw):
+        raise ValueError(f"driver version {text!r} is not of the form BRANCH[.MINOR[.PATCH]], for example '580.95.05'")
+    return tuple(int(part) for part in raw.split("."))
+
+
+def driver_at_least(installed: Any, minimum: Any) -> bool:
+    return driver_version_tuple(installed) >= driver_version_tuple(minimum)
+
+
+def branch_of(version: Any) -> str:
+    return str(driver_version_tuple(version)[0])
+
+
+# Lowest Linux x86_64 driver of each CUDA release (release notes Table 3, GA). The releases listed
+# before 11.0 are the ones that introduced a compute capability (see _CUDA_INTRODUCING).
+CUDA_MINIMUM_DRIVER: Dict[str, str] = {
+    "6.0": "331.62",
+    "6.5": "340.29",
+    "8.0": "375.26",
+    "9.0": "384.81",
+    "10.0": "410.48",
+    "11.0": "450.36.06",
+    "11.1": "455.23",
+    "11.2": "460.27.03",
+    "11.3": "465.19.01",
+    "11.4": "470.42.01",
+    "11.5": "495.29.05",
+    "11.6": "510.39.01",
+    "11.7": "515.43.04",
+    "11.8": "520.61.05",
+    "12.0": "525.60.13",
+    "12.1": "530.30.02",
+    "12.2": "535.54.03",
+    "12.3": "545.23.06",
+    "12.4": "550.54.14",
+    "12.5": "555.42.02",
+    "12.6": "560.28.03",
+    "12.8": "570.26",
+    "12.9": "575.51.03",
+    "13.0": "580.65.06",
+    "13.1": "590.44.01",
+    "13.2": "595.45.04",
+}
+
+# CUDA minor version compatibility (Table 2): any driver of the major's floor runs its minor releases,
+# without PTX JIT of newer PTX. 13.x needs R580.
+CUDA_MINOR_COMPAT_DRIVER: Dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+
+# First CUDA release that compiles for a compute capability; its Table 3 driver is the minimum.
+_CUDA_INTRODUCING: Dict[Tuple[int, int], str] = {
+    (5, 0): "6.0",
+    (5, 2): "6.5",
+    (5, 3): "6.5",
+    (6, 0): "8.0",
+    (6, 1): "8.0",
+    (6, 2): "8.0",
+    (7, 0): "9.0",
+    (7, 2): "10.0",
+    (7, 5): "10.0",
+    (8, 0): "11.0",
+    (8, 6): "11.1",
+    (8, 7): "11.4",
+    (8, 9): "11.8",
+    (9, 0): "11.8",
+    (10, 0): "12.8",
+    (10, 3): "12.9",
+    (11, 0): "13.0",
+    (12, 0): "12.8",
+    (12, 1): "12.9",
+}
+
+
+def _cuda_key(cuda_version: Any) -> str:
+    match = re.fullmatch(r"\s*(?:cu)?(\d+)\.?(\d+)(?:\.\d+)*\s*", str(cuda_version))
+    if not match:
+        raise ValueError(f"CUDA version {cuda_version!r} is not of the form MAJOR.MINOR, for example '12.8'")
+    return f"{int(match.group(1))}.{int(match.group(2))}"
+
+
+def minimum_driver_for_cuda(cuda_version: Any, minor_version_compatibility: bool = False) -> str:
+    """Lowest Linux driver for a CUDA release ("12.8" -> "570.26"; also "cu128", "12.8.1").
+
+    With ``minor_version_compatibility`` the floor of the CUDA major (12.x -> 525.60.13) instead.
+    """
+    key = _cuda_key(cuda_version)
+    if minor_version_compatibility:
+        major = int(key.split(".")[0])
+        if major not in CUDA_MINOR_COMPAT_DRIVER:
+            raise ValueError(f"CUDA {key} has no minor version compatibility floor in the driver table")
+        return CUDA_MINOR_COMPAT_DRIVER[major]
+    if key not in CUDA_MINIMUM_DRIVER:
+        raise ValueError(
+            f"CUDA {key} is not in the driver table (known: {', '.join(CUDA_MINIMUM_DRIVER)}); "
+            "use a released CUDA version such as 12.8 or 13.0"
+        )
+    return CUDA_MINIMUM_DRIVER[key]
+
+
+def minimum_driver_for_compute_capability(cc: Any) -> str:
+    """Lowest driver of the first CUDA release that supports a compute capability ("12.0" -> "570.26")."""
+    parsed = _compute_capability(cc)
+    if parsed is None:
+        raise ValueError("compute capability is empty")
+    if parsed in _CUDA_INTRODUCING:
+        return CUDA_MINIMUM_DRIVER[_CUDA_INTRODUCING[parsed]]
+    # An unlisted minor of a known major (a future 12.2 part): the newest entry of that major.
+    same_major = sorted(key for key in _CUDA_INTRODUCING if key[0] == parsed[0] and key <= parsed)
+    if not same_major:
+        raise ValueError(f"compute capability {cc} is not in the driver table")
+    return CUDA_MINIMUM_DRIVER[_CUDA_INTRODUCING[same_major[-1]]]
+
+
+# CUDA release of vLLM's default PyPI wheel, from the first release of each era. Read from the wheels
+# (vllm/_C.abi3.so): 0.8.5 PTX ISA 8.4 (CUDA 12.4); 0.9.0-0.11.2 "release 12.8, V12.8.93";
+# 0.12.0-0.19.1 "release 12.9, V12.9.86"; 0.20.0-0.33.0 "release 13.0" and libcudart.so.13.
+VLLM_WHEEL_CUDA: Tuple[Tuple[Tuple[int, ...], str], ...] = (
+    ((0, 8, 0), "12.4"),
+    ((0, 9, 0), "12.8"),
+    ((0, 12, 0), "12.9"),
+    ((0, 20, 0), "13.0"),
+)
+VLLM_WHEEL_CUDA_NEWEST_READ = (0, 33, 0)
+
+
+def vllm_wheel_cuda(vllm_version: Any) -> str:
+    """CUDA release the default PyPI wheel of a vLLM release is built with ("0.33.0" -> "13.0")."""
+    number = parse_vllm_version(str(vllm_version))
+    if number < VLLM_WHEEL_CUDA[0][0]:
+        raise ValueError(f"vllm_version {vllm_version} predates the driver table (0.8.0 and later are known)")
+    cuda = VLLM_WHEEL_CUDA[0][1]
+    for first, era_cuda in VLLM_WHEEL_CUDA:
+        if number >= first:
+            cuda = era_cuda
+    return cuda
+
+
+# Lowest driver of a generation's first compute capability (what a PCI id alone can tell).
+_GENERATION_MINIMUM: Dict[str, str] = {
+    "kepler": CUDA_MINIMUM_DRIVER["6.0"],
+    "maxwell": CUDA_MINIMUM_DRIVER["6.0"],
+    "pascal": CUDA_MINIMUM_DRIVER["8.0"],
+    "volta": CUDA_MINIMUM_DRIVER["9.0"],
+    "turing": CUDA_MINIMUM_DRIVER["10.0"],
+    "ampere": CUDA_MINIMUM_DRIVER["11.0"],
+    "ada": CUDA_MINIMUM_DRIVER["11.8"],
+    "hopper": CUDA_MINIMUM_DRIVER["11.8"],
+    "blackwell": CUDA_MINIMUM_DRIVER["12.8"],
+}
+
+
+def minimum_driver_for(
+    compute_capabilities: Iterable[Any] = (),
+    cuda_version: Any = None,
+    vllm_version: Any = None,
+    gpus: Iterable[Mapping[str, Any]] = (),
+) -> Dict[str, Any]:
+    """The lowest driver that runs the GPUs and the engine's CUDA, with the reason for each bound.
+
+    ``cuda_version`` wins over ``vllm_version`` (whose default wheel's CUDA is looked up); ``gpus`` are
+    ``inferops_gpus`` entries (their compute capability, or generation from the PCI id, is used).
+    Returns ``{"minimum_driver": str | None, "cuda_version": str | None, "reasons": [str]}``; the
+    highest bound wins and ``reasons`` lists every bound that applies, highest first.
+    """
+    bounds: List[Tuple[Tuple[int, ...], str, str]] = []
+    for cc in compute_capabilities:
+        if cc in (None, ""):
+            continue
+        need = minimum_driver_for_compute_capability(cc)
+        bounds.append((driver_version_tuple(need), need, f"compute capability {cc} needs driver >= {need}"))
+    for gpu in gpus:
+        cc = gpu.get("compute_capability")
+        if cc not in (None, ""):
+            need = minimum_driver_for_compute_capability(cc)
+            bounds.append(
+                (
+                    driver_version_tuple(need),
+                    need,
+                    f"{_gpu_label(gpu)}, compute capability {cc}, needs driver >= {need}",
+                )
+            )
+            continue
+        generation = generation_from_pci_device_id(gpu.get("pci_device_id"))
+        if generation is not None:
+            need = _GENERATION_MINIMUM[generation]
+            label = GENERATIONS[generation]["label"]
+            bounds.append(
+                (driver_version_tuple(need), need, f"{_gpu_label(gpu)} is {label}, which needs driver >= {need}")
+            )
+    cuda: Optional[str] = None
+    if cuda_version not in (None, ""):
+        cuda = _cuda_key(cuda_version)
+        need = minimum_driver_for_cuda(cuda)
+        bounds.append((driver_version_tuple(need), need, f"CUDA {cuda} needs driver >= {need}"))
+    elif vllm_version not in (None, ""):
+        cuda = vllm_wheel_cuda(vllm_version)
+        need = minimum_driver_for_cuda(cuda)
+        bounds.append(
+            (
+                driver_version_tuple(need),
+                need,
+                f"vLLM {vllm_version}'s PyPI wheel is built with CUDA {cuda}, which needs driver >= {need}",
+            )
+        )
+    bounds.sort(key=lambda bound: bound[0], reverse=True)
+    return {
+        "minimum_driver": bounds[0][1] if bounds else None,
+        "cuda_version": cuda,
+        "reasons": [bound[2] for bound in bounds],
+    }
+
+
+# --------------------------------------------------------------------------- kernel module flavour
+
+FLAVOURS = ("open", "proprietary")
+# R560 made the open modules the default of NVIDIA's packages.
+_OPEN_DEFAULT_FROM_BRANCH = 560
+
+
+def kernel_module_flavour(gpus: Sequence[Mapping[str, Any]], requested: str = "auto", branch: Any = None) -> str:
+    """ "open" or "proprietary" for these GPUs; ``requested`` is the inventory's nvidia_driver_flavour.
+
+    auto: open when every GPU takes it (Turing and newer), proprietary when any GPU is Maxwell, Pascal
+    or Volta (NVIDIA's advice for mixed hosts); without known GPUs, the default of the branch (open
+    from R560). Raises ValueError for a combination no flavour can drive.
+    """
+    if requested not in ("auto", *FLAVOURS):
+        raise ValueError(f"nvidia_driver_flavour {requested!r} is not one of auto, open, proprietary")
+    needs_open: List[str] = []
+    needs_proprietary: List[str] = []
+    for gpu in gpus:
+        generation = gpu_generation(gpu)
+        if generation is None:
+            continue
+        support = _open_modules(gpu, generation)
+        label = f"{_gpu_label(gpu)}, {GENERATIONS[generation]['label']}"
+        if support == "required":
+            needs_open.append(label)
+        elif support == "unsupported":
+            needs_proprietary.append(label)
+    if needs_open and needs_proprietary:
+        raise ValueError(
+            f"no kernel module flavour drives both {', '.join(needs_open)} (open modules only) and "
+            f"{', '.join(needs_proprietary)} (proprietary modules only): split these GPUs across hosts"
+        )
+    if requested == "proprietary" and needs_open:
+        raise ValueError(
+            f"nvidia_driver_flavour 'proprietary' cannot drive {', '.join(needs_open)}: "
+            "set nvidia_driver_flavour: open (or auto)"
+        )
+    if requested == "open" and needs_proprietary:
+        raise ValueError(
+            f"nvidia_driver_flavour 'open' cannot drive {', '.join(needs_proprietary)}: "
+            "set nvidia_driver_flavour: proprietary (or auto)"
+        )
+    if requested != "auto":
+        return requested
+    if needs_open:
+        return "open"
+    if needs_proprietary:
+        return "proprietary"
+    if any(gpu_generation(gpu) is not None for gpu in gpus):
+        return "open"
+    if branch not in (None, "") and int(branch_of(branch)) < _OPEN_DEFAULT_FROM_BRANCH:
+        return "proprietary"
+    return "open"
+
+
+# --------------------------------------------------------------------------- packages
+
+SOURCES = ("nvidia", "distribution")
+SUPPORTED_RELEASES: Dict[str, Tuple[str, ...]] = {"debian": ("12", "13"), "ubuntu": ("22.04", "24.04")}
+# What each distribution's own archive carries (Debian non-free; Ubuntu restricted has every branch).
+DISTRIBUTION_BRANCH: Dict[Tuple[str, str], str] = {
+    ("debian", "12"): "535",
+    ("debian", "13"): "550",
+    ("ubuntu", "22.04"): "580",
+    ("ubuntu", "24.04"): "580",
+}
+# R580: the long-term branch (support into 2028) and the last one for Maxwell, Pascal and Volta.
+NVIDIA_DEFAULT_BRANCH = "580"
+# NVIDIA dropped the branch from its Ubuntu package names from R590 on.
+_UNVERSIONED_NAMES_FROM_BRANCH = 590
+CUDA_REPO_URL = "https://developer.download.nvidia.com/compute/cuda/repos"
+_REPO_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
+
+# Package field of the apt preferences stanza: every package of the driver's source packages. Only
+# versions that match the pin get its priority, so the container toolkit (1.x) and Debian's
+# glx-alternative helpers are unaffected.
+APT_PIN_PACKAGES = "/nvidia/ /^libcuda/ /^cuda-drivers/ /^libxnvctrl/ /^libnvsdm/ /^nvlink/"
+# unattended-upgrades Package-Blacklist entries (regular expressions).
+UNATTENDED_BLACKLIST = (
+    "^nvidia-",
+    "^libnvidia-",
+    "^libcuda",
+    "^cuda-drivers",
+    "^firmware-nvidia-",
+    "^libxnvctrl",
+    "^xserver-xorg-video-nvidia",
+)
+
+
+def _release_key(distribution: str, release: Any) -> Tuple[str, str]:
+    name = str(distribution).strip().lower()
+    version = str(release).strip()
+    if name == "debian":
+        version = version.split(".", 1)[0]
+    if name not in SUPPORTED_RELEASES or version not in SUPPORTED_RELEASES[name]:
+        supported = ", ".join(f"{d.capitalize()} {r}" for d, rs in SUPPORTED_RELEASES.items() for r in rs)
+        raise ValueError(
+            f"{distribution} {release} is not supported by the nvidia_driver role (supported: {supported})"
+        )
+    return name, version
+
+
+def default_branch(distribution: str, release: Any, source: str) -> str:
+    """Branch used when nvidia_driver_branch is empty: R580 from NVIDIA, else what the archive has."""
+    key = _release_key(distribution, release)
+    if source == "nvidia":
+        return NVIDIA_DEFAULT_BRANCH
+    return DISTRIBUTION_BRANCH[key]
+
+
+def cuda_repo_dir(distribution: str, release: Any, architecture: str) -> str:
+    """Directory of NVIDIA's CUDA repository: "debian12/x86_64", "ubuntu2404/sbsa"."""
+    name, version = _release_key(distribution, release)
+    arch = _REPO_ARCH.get(str(architecture))
+    if arch is None:
+        raise ValueError(f"architecture {architecture!r} has no NVIDIA CUDA repository (x86_64 and aarch64 do)")
+    return f"{name}{version.replace('.', '')}/{arch}"
+
+
+def driver_packages(
+    distribution: str,
+    release: Any,
+    source: str,
+    branch: Any,
+    flavour: str,
+    ubuntu_server: bool = True,
+) -> Dict[str, Any]:
+    """The apt packages of a driver: ``{"packages", "anchor", "fabricmanager", "utilities"}``.
+
+    ``packages`` are installed at the driver version; ``anchor`` is the package whose archive versions
+    decide the driver version (its kernel module package or meta-package); ``fabricmanager`` is
+    None where the source has no Fabric Manager package.
+    """
+    name, _release = _release_key(distribution, release)
+    if source not in SOURCES:
+        raise ValueError(f"nvidia_driver_source {source!r} is not one of {', '.join(SOURCES)}")
+    if flavour not in FLAVOURS:
+        raise ValueError(f"kernel module flavour {flavour!r} is not one of {', '.join(FLAVOURS)}")
+    br = branch_of(branch)
+    if source == "nvidia":
+        unversioned = int(br) >= _UNVERSIONED_NAMES_FROM_BRANCH
+        meta = "nvidia-open" if flavour == "open" else "cuda-drivers"
+        if name == "ubuntu" and not unversioned:
+            meta = f"{meta}-{br}"
+        fabricmanager = "nvidia-fabricmanager" if int(br) >= 580 else f"nvidia-fabricmanager-{br}"
+        return {"packages": [meta], "anchor": meta, "fabricmanager": fabricmanager, "utilities": ["nvidia-smi"]}
+    if name == "debian":
+        module = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
+        # Compute only: no X server driver, GLX or Vulkan libraries.
+        packages = [module, "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "nvidia-modprobe"]
+        return {"packages": packages, "anchor": module, "fabricmanager": None, "utilities": ["nvidia-smi"]}
+    suffix = "-server" if ubuntu_server else ""
+    open_suffix = "-open" if flavour == "open" else ""
+    headless = f"nvidia-headless-{br}{suffix}{open_suffix}"
+    return {
+        "packages": [headless, f"nvidia-utils-{br}{suffix}"],
+        "anchor": headless,
+        "fabricmanager": f"nvidia-fabricmanager-{br}",
+        "utilities": ["nvidia-smi"],
+    }
+
+
+def apt_pin(version: Any) -> str:
+    """The Pin: version value: an upstream version matches all its archive revisions ("580.95.05-*")."""
+    text = str(version).strip()
+    driver_version_tuple(text)
+    return text if "-" in text else f"{text}-*"
+
+
+def apt_version_for(madison: Any, version: Any) -> Optional[str]:
+    """Archive version of ``version`` in ``apt-cache madison`` output (newest first); None when absent.
+
+    ``version`` is an upstream version ("535.261.03"), a full archive version ("550.163.01-2") or a
+    branch ("580": the newest of the branch).
+    """
+    wanted = str(version).strip()
+    for line in str(madison).splitlines():
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) < 2 or not fields[1]:
+            continue
+        candidate = fields[1]
+        if "-" in wanted:
+            if candidate == wanted:
+                return candidate
+        elif "." in wanted:
+            if candidate.split("-", 1)[0] == wanted:
+                return candidate
+        elif candidate.split(".", 1)[0] == wanted:
+            return candidate
+    return None
+
+
+def _upstream(version: str) -> str:
+    return version.split("-", 1)[0]
+
+
+def driver_versioned_packages(dpkg_query: Any, driver_version: Any) -> List[str]:
+    """Installed packages at the driver's upstream version, from ``dpkg-query -W -f '${Package} ${Version}\\n'``."""
+    upstream = _upstream(str(driver_version))
+    names = []
+    for line in str(dpkg_query).splitlines():
+        fields = line.split()
+        if len(fields) == 2 and _upstream(fields[1]) == upstream:
+            names.append(fields[0])
+    return sorted(set(names))
+
+
+# --------------------------------------------------------------------------- the role's plan
+
+
+def driver_plan(
+    gpus: Sequence[Mapping[str, Any]],
+    distribution: str,
+    release: Any,
+    architecture: str,
+    source: str,
+    branch: Any = "",
+    version: Any = "",
+    flavour: str = "auto",
+    cuda_version: Any = "",
+    vllm_version: Any = "",
+    ubuntu_server: bool = True,
+) -> Dict[str, Any]:
+    """Everything the nvidia_driver role decides before it changes the host.
+
+    ``errors`` is empty when the inputs are consistent; otherwise each entry names the variable and
+    the fix, and the other keys may be None.
+    """
+    errors: List[str] = []
+    plan: Dict[str, Any] = {
+        "branch": None,
+        "flavour": None,
+        "generations": [],
+        "minimum_driver": None,
+        "minimum_driver_reasons": [],
+        "cuda_version": None,
+        "packages": [],
+        "anchor": None,
+        "fabricmanager": None,
+        "cuda_repo_dir": None,
+        "errors": errors,
+    }
+    try:
+        _release_key(distribution, release)
+    except ValueError as error:
+        errors.append(str(error))
+        return plan
+    if source not in SOURCES:
+        errors.append(
+            f"nvidia_driver_source {source!r} is not one of {', '.join(SOURCES)}: set nvidia, or distribution"
+        )
+        return plan
+
+    version_text = str(version or "").strip()
+    branch_text = str(branch or "").strip()
+    if version_text:
+        try:
+            driver_version_tuple(version_text)
+        except ValueError as error:
+            errors.append(f"nvidia_driver_version: {error}")
+            return plan
+        if branch_text and branch_of(version_text) != branch_text:
+            errors.append(
+                f"nvidia_driver_version {version_text} is not on nvidia_driver_branch {branch_text}: "
+                f"set nvidia_driver_branch: '{branch_of(version_text)}' or leave it empty"
+            )
+            return plan
+        branch_text = branch_of(version_text)
+    elif branch_text:
+        if not re.fullmatch(r"\d{3}", branch_text):
+            errors.append(
+                f"nvidia_driver_branch {branch_text!r} is not a driver branch: use its number, for example '580'"
+            )
+            return plan
+    else:
+        branch_text = default_branch(distribution, release, source)
+    plan["branch"] = branch_text
+
+    generations = []
+    for gpu in gpus:
+        generation = gpu_generation(gpu)
+        if generation is not None and generation not in generations:
+            generations.append(generation)
+        if generation is None:
+            continue
+        last = GENERATIONS[generation]["last_branch"]
+        label = f"{_gpu_label(gpu)} is {GENERATIONS[generation]['label']}"
+        if generation == "kepler":
+            errors.append(
+                f"{label}: its last driver is R470, which this role does not install; "
+                "remove the card from this host or manage its driver by hand"
+            )
+        elif last is not None and int(branch_text) > int(last):
+            errors.append(f"{label}, supported up to R{last}: set nvidia_driver_branch: '{last}'")
+    plan["generations"] = generations
+
+    try:
+        plan["flavour"] = kernel_module_flavour(gpus, flavour, branch_text)
+    except ValueError as error:
+        errors.append(str(error))
+
+    try:
+        requirement = minimum_driver_for(gpus=gpus, cuda_version=cuda_version, vllm_version=vllm_version)
+    except ValueError as error:
+        errors.append(str(error))
+        requirement = {"minimum_driver": None, "reasons": [], "cuda_version": None}
+    plan["minimum_driver"] = requirement["minimum_driver"]
+    plan["minimum_driver_reasons"] = requirement["reasons"]
+    plan["cuda_version"] = requirement["cuda_version"]
+    minimum = requirement["minimum_driver"]
+    if minimum is not None:
+        # A branch-only pin is checked at the newest release of the branch; the role checks the
+        # resolved version again before installing.
+        pinned = version_text or f"{branch_text}.999.99"
+        if not driver_at_least(pinned, minimum):
+            what = f"nvidia_driver_version {version_text}" if version_text else f"branch R{branch_text}"
+            fix = (
+                "set nvidia_driver_version to a newer release"
+                if version_text
+                else f"set nvidia_driver_branch to '{branch_of(minimum)}' or newer"
+            )
+            if source == "distribution" and not version_text and distribution.lower() == "debian":
+                fix += " with nvidia_driver_source: nvidia (Debian's archive has no newer branch)"
+            errors.append(f"{what} is older than {minimum} ({requirement['reasons'][0]}): {fix}")
+
+    if plan["flavour"] is not None:
+        selection = driver_packages(distribution, release, source, branch_text, plan["flavour"], ubuntu_server)
+        plan["packages"] = selection["packages"]
+        plan["anchor"] = selection["anchor"]
+        plan["fabricmanager"] = selection["fabricmanager"]
+    if source == "nvidia":
+        try:
+            plan["cuda_repo_dir"] = cuda_repo_dir(distribution, release, architecture)
+        except ValueError as error:
+            errors.append(f"{error}: set nvidia_driver_source: distribution")
+    return plan

@@ -1,0 +1,404 @@
+# Copyright: (c) 2026, inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.module_utils import nvidia_drivers as nd
+
+
+def gpu(index=0, cc=None, device=None, name=None):
+    return {"index": index, "name": name, "compute_capability": cc, "pci_device_id": device}
+
+
+# GPUs of the topology samples and the issue, as nvidia-smi (compute capability) and sysfs (device id) see them.
+KNOWN_GPUS = [
+    ("RTX 5090", "12.0", "0x2b85", "blackwell"),
+    ("RTX 5060 Ti", "12.0", "0x2d04", "blackwell"),
+    ("RTX PRO 6000 Blackwell", "12.0", "0x2bb1", "blackwell"),
+    ("B200", "10.0", "0x2901", "blackwell"),
+    ("B300", "10.3", "0x3182", "blackwell"),
+    ("H100 SXM", "9.0", "0x2330", "hopper"),
+    ("H200", "9.0", "0x2335", "hopper"),
+    ("A100 SXM4 80GB", "8.0", "0x20b2", "ampere"),
+    ("A30", "8.0", "0x20b7", "ampere"),
+    ("RTX A6000", "8.6", "0x2230", "ampere"),
+    ("RTX 3090", "8.6", "0x2204", "ampere"),
+    ("RTX 4090", "8.9", "0x2684", "ada"),
+    ("L4", "8.9", "0x27b8", "ada"),
+    ("T4", "7.5", "0x1eb8", "turing"),
+    ("V100", "7.0", "0x1db1", "volta"),
+    ("Tesla P40", "6.1", "0x1b38", "pascal"),
+    ("Tesla M10", "5.0", "0x13bd", "maxwell"),
+    ("Tesla K80", "3.7", "0x102d", "kepler"),
+]
+
+
+@pytest.mark.parametrize(("label", "cc", "device", "generation"), KNOWN_GPUS)
+def test_generation_from_compute_capability_and_pci_id_agree(label, cc, device, generation):
+    assert nd.generation_from_compute_capability(cc) == generation, label
+    assert nd.generation_from_pci_device_id(device) == generation, label
+
+
+def test_gpu_generation_prefers_compute_capability_and_falls_back_to_pci_id():
+    # Before a driver exists gpu_facts reports no compute capability, only the sysfs device id.
+    assert nd.gpu_generation(gpu(device="0x2B85")) == "blackwell"
+    assert nd.gpu_generation(gpu(cc="8.9", device="0x2b85")) == "ada"
+    assert nd.gpu_generation(gpu(device=0x1B38)) == "pascal"
+    assert nd.gpu_generation(gpu(device="0x0000")) is None
+    assert nd.gpu_generation(gpu()) is None
+
+
+def test_malformed_identifiers_are_refused():
+    with pytest.raises(ValueError, match=r"MAJOR\.MINOR"):
+        nd.generation_from_compute_capability("sm_90")
+    with pytest.raises(ValueError, match="hexadecimal"):
+        nd.generation_from_pci_device_id("RTX")
+
+
+@pytest.mark.parametrize(
+    ("cuda", "driver"),
+    [
+        ("12.8", "570.26"),
+        ("cu128", "570.26"),
+        ("12.8.1", "570.26"),
+        ("12.9", "575.51.03"),
+        ("13.0", "580.65.06"),
+        ("12.4", "550.54.14"),
+    ],
+)
+def test_minimum_driver_for_cuda(cuda, driver):
+    assert nd.minimum_driver_for_cuda(cuda) == driver
+
+
+def test_minor_version_compatibility_floor():
+    assert nd.minimum_driver_for_cuda("12.9", minor_version_compatibility=True) == "525.60.13"
+    assert nd.minimum_driver_for_cuda("13.2", minor_version_compatibility=True) == "580.65.06"
+    with pytest.raises(ValueError, match="not in the driver table"):
+        nd.minimum_driver_for_cuda("12.7")
+
+
+@pytest.mark.parametrize(
+    ("cc", "driver"),
+    [
+        ("12.0", "570.26"),
+        ("10.0", "570.26"),
+        ("10.3", "575.51.03"),
+        ("12.1", "575.51.03"),
+        ("9.0", "520.61.05"),
+        ("8.6", "455.23"),
+        ("7.5", "410.48"),
+    ],
+)
+def test_minimum_driver_for_compute_capability(cc, driver):
+    assert nd.minimum_driver_for_compute_capability(cc) == driver
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda"),
+    [
+        ("0.8.5", "12.4"),
+        ("0.9.0", "12.8"),
+        ("0.11.2", "12.8"),
+        ("0.12.0", "12.9"),
+        ("0.19.1", "12.9"),
+        ("0.20.0", "13.0"),
+        ("0.33.0", "13.0"),
+    ],
+)
+def test_vllm_wheel_cuda(version, cuda):
+    assert nd.vllm_wheel_cuda(version) == cuda
+
+
+def test_vllm_wheel_cuda_refuses_unknown_and_pre_release_versions():
+    with pytest.raises(ValueError, match="predates"):
+        nd.vllm_wheel_cuda("0.7.3")
+    with pytest.raises(ValueError, match="vllm_version"):
+        nd.vllm_wheel_cuda("0.20.0rc1")
+
+
+def test_minimum_driver_for_takes_the_highest_bound_and_explains_all():
+    result = nd.minimum_driver_for(gpus=[gpu(cc="8.6", name="NVIDIA RTX A6000")], vllm_version="0.33.0")
+    assert result["minimum_driver"] == "580.65.06"
+    assert result["cuda_version"] == "13.0"
+    assert result["reasons"][0].startswith("vLLM 0.33.0's PyPI wheel is built with CUDA 13.0")
+    assert "RTX A6000" in result["reasons"][1]
+
+
+def test_minimum_driver_for_blackwell_before_the_driver_is_loaded():
+    result = nd.minimum_driver_for(gpus=[gpu(device="0x2b85")], vllm_version="0.11.0")
+    # sysfs only: the generation's floor (CUDA 12.8, 570.26) equals the wheel's CUDA 12.8 floor.
+    assert result["minimum_driver"] == "570.26"
+    assert result["cuda_version"] == "12.8"
+    assert "GPU 0 (PCI device 0x2b85) is Blackwell, which needs driver >= 570.26" in result["reasons"]
+
+
+def test_minimum_driver_for_explicit_cuda_wins_over_vllm_version():
+    result = nd.minimum_driver_for(compute_capabilities=["9.0"], cuda_version="12.8", vllm_version="0.33.0")
+    assert result == {
+        "minimum_driver": "570.26",
+        "cuda_version": "12.8",
+        "reasons": ["CUDA 12.8 needs driver >= 570.26", "compute capability 9.0 needs driver >= 520.61.05"],
+    }
+    assert nd.minimum_driver_for() == {"minimum_driver": None, "cuda_version": None, "reasons": []}
+
+
+def test_driver_versions_compare_numerically():
+    assert nd.driver_at_least("580.95.05", "580.65.06")
+    assert not nd.driver_at_least("575.64.05", "580.65.06")
+    assert nd.driver_at_least("570.124.06", "570.26")
+    assert nd.driver_version_tuple("550.163.01-4~bpo13+1") == (550, 163, 1)
+    assert nd.branch_of("535.261.03-1") == "535"
+    with pytest.raises(ValueError, match="BRANCH"):
+        nd.driver_version_tuple("latest")
+
+
+# --------------------------------------------------------------------------- flavour
+
+
+def test_flavour_auto_follows_the_gpus():
+    assert nd.kernel_module_flavour([gpu(cc="12.0")]) == "open"
+    assert nd.kernel_module_flavour([gpu(device="0x2b85")], branch="535") == "open"
+    assert nd.kernel_module_flavour([gpu(cc="8.0"), gpu(1, cc="8.6")]) == "open"
+    assert nd.kernel_module_flavour([gpu(cc="6.1", name="Tesla P40")]) == "proprietary"
+    # NVIDIA's advice for mixed hosts: Volta next to Ampere stays proprietary.
+    assert nd.kernel_module_flavour([gpu(cc="7.0"), gpu(1, cc="8.0")]) == "proprietary"
+
+
+def test_flavour_auto_without_gpus_is_the_branch_default():
+    assert nd.kernel_module_flavour([], branch="580") == "open"
+    assert nd.kernel_module_flavour([], branch="535") == "proprietary"
+    assert nd.kernel_module_flavour([], branch="550") == "proprietary"
+    assert nd.kernel_module_flavour([]) == "open"
+
+
+def test_flavour_conflicts_name_the_variable_and_the_fix():
+    with pytest.raises(
+        ValueError,
+        match=r"nvidia_driver_flavour 'proprietary' cannot drive GPU 0 .*Blackwell.*set nvidia_driver_flavour: open",
+    ):
+        nd.kernel_module_flavour([gpu(cc="12.0", name="NVIDIA GeForce RTX 5090")], "proprietary")
+    with pytest.raises(ValueError, match=r"'open' cannot drive .*Pascal"):
+        nd.kernel_module_flavour([gpu(cc="6.1")], "open")
+    with pytest.raises(ValueError, match="no kernel module flavour drives both"):
+        nd.kernel_module_flavour([gpu(cc="6.1"), gpu(1, cc="12.0")])
+    with pytest.raises(ValueError, match="not one of auto, open, proprietary"):
+        nd.kernel_module_flavour([], "closed")
+
+
+def test_grace_hopper_requires_open_modules():
+    with pytest.raises(ValueError, match="cannot drive"):
+        nd.kernel_module_flavour([gpu(cc="9.0", device="0x2342", name="NVIDIA GH200 480GB")], "proprietary")
+    assert nd.kernel_module_flavour([gpu(cc="9.0", device="0x2330")], "proprietary") == "proprietary"
+
+
+# --------------------------------------------------------------------------- packages
+
+
+@pytest.mark.parametrize(
+    ("distribution", "release", "source", "branch", "flavour", "packages", "anchor", "fabricmanager"),
+    [
+        ("Debian", "12", "nvidia", "580", "open", ["nvidia-open"], "nvidia-open", "nvidia-fabricmanager"),
+        ("Debian", "13", "nvidia", "580", "proprietary", ["cuda-drivers"], "cuda-drivers", "nvidia-fabricmanager"),
+        ("Ubuntu", "24.04", "nvidia", "580", "open", ["nvidia-open-580"], "nvidia-open-580", "nvidia-fabricmanager"),
+        (
+            "Ubuntu",
+            "22.04",
+            "nvidia",
+            "570",
+            "proprietary",
+            ["cuda-drivers-570"],
+            "cuda-drivers-570",
+            "nvidia-fabricmanager-570",
+        ),
+        ("Ubuntu", "24.04", "nvidia", "590", "open", ["nvidia-open"], "nvidia-open", "nvidia-fabricmanager"),
+        (
+            "Debian",
+            "12",
+            "distribution",
+            "535",
+            "proprietary",
+            ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "nvidia-modprobe"],
+            "nvidia-kernel-dkms",
+            None,
+        ),
+        (
+            "Debian",
+            "13.1",
+            "distribution",
+            "550",
+            "open",
+            [
+                "nvidia-open-kernel-dkms",
+                "nvidia-smi",
+                "libcuda1",
+                "libnvidia-ml1",
+                "nvidia-persistenced",
+                "nvidia-modprobe",
+            ],
+            "nvidia-open-kernel-dkms",
+            None,
+        ),
+        (
+            "Ubuntu",
+            "24.04",
+            "distribution",
+            "580",
+            "open",
+            ["nvidia-headless-580-server-open", "nvidia-utils-580-server"],
+            "nvidia-headless-580-server-open",
+            "nvidia-fabricmanager-580",
+        ),
+        (
+            "Ubuntu",
+            "22.04",
+            "distribution",
+            "580",
+            "proprietary",
+            ["nvidia-headless-580-server", "nvidia-utils-580-server"],
+            "nvidia-headless-580-server",
+            "nvidia-fabricmanager-580",
+        ),
+    ],
+)
+def test_driver_packages(distribution, release, source, branch, flavour, packages, anchor, fabricmanager):
+    selection = nd.driver_packages(distribution, release, source, branch, flavour)
+    assert selection["packages"] == packages
+    assert selection["anchor"] == anchor
+    assert selection["fabricmanager"] == fabricmanager
+
+
+def test_ubuntu_desktop_branch_packages_without_server_suffix():
+    selection = nd.driver_packages("Ubuntu", "24.04", "distribution", "580", "open", ubuntu_server=False)
+    assert selection["packages"] == ["nvidia-headless-580-open", "nvidia-utils-580"]
+
+
+def test_unsupported_distribution_is_refused():
+    with pytest.raises(
+        ValueError, match=r"Ubuntu 20\.04 is not supported .*Debian 12, Debian 13, Ubuntu 22\.04, Ubuntu 24\.04"
+    ):
+        nd.driver_packages("Ubuntu", "20.04", "nvidia", "580", "open")
+
+
+@pytest.mark.parametrize(
+    ("distribution", "release", "arch", "directory"),
+    [
+        ("Debian", "12", "x86_64", "debian12/x86_64"),
+        ("Debian", "13", "aarch64", "debian13/sbsa"),
+        ("Ubuntu", "24.04", "x86_64", "ubuntu2404/x86_64"),
+    ],
+)
+def test_cuda_repo_dir(distribution, release, arch, directory):
+    assert nd.cuda_repo_dir(distribution, release, arch) == directory
+
+
+def test_default_branch_per_source():
+    assert nd.default_branch("Debian", "12", "nvidia") == "580"
+    assert nd.default_branch("Debian", "12", "distribution") == "535"
+    assert nd.default_branch("Debian", "13", "distribution") == "550"
+    assert nd.default_branch("Ubuntu", "22.04", "distribution") == "580"
+
+
+def test_apt_pin():
+    assert nd.apt_pin("535.261.03") == "535.261.03-*"
+    assert nd.apt_pin("550.163.01-4~bpo13+1") == "550.163.01-4~bpo13+1"
+
+
+# apt-cache madison on Debian 12 with bookworm, -security and -backports non-free (Nov 2026).
+MADISON_BOOKWORM = "\n".join(
+    [
+        "nvidia-kernel-dkms | 535.309.01-0+deb12u1 | http://deb.debian.org/debian-security bookworm-security/non-free",
+        "nvidia-kernel-dkms | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages",
+        "nvidia-kernel-dkms | 535.216.03-2~bpo12+1 | http://deb.debian.org/debian bookworm-backports/non-free amd64",
+    ]
+)
+
+
+def test_apt_version_for_resolves_upstream_full_and_branch_versions():
+    assert nd.apt_version_for(MADISON_BOOKWORM, "535.261.03") == "535.261.03-1"
+    assert nd.apt_version_for(MADISON_BOOKWORM, "535.216.03-2~bpo12+1") == "535.216.03-2~bpo12+1"
+    assert nd.apt_version_for(MADISON_BOOKWORM, "535") == "535.309.01-0+deb12u1"
+    assert nd.apt_version_for(MADISON_BOOKWORM, "580") is None
+    assert nd.apt_version_for(MADISON_BOOKWORM, "535.261") is None
+    assert nd.apt_version_for("", "535") is None
+
+
+def test_driver_versioned_packages():
+    dpkg = (
+        "libcuda1 535.261.03-1\nnvidia-smi 535.261.03-1\n"
+        "nvidia-persistenced 535.171.04-1~deb12u1\nnvidia-modprobe 535.161.07-1\ndkms 3.0.10-8\n"
+    )
+    assert nd.driver_versioned_packages(dpkg, "535.261.03-1") == ["libcuda1", "nvidia-smi"]
+    assert nd.driver_versioned_packages(dpkg, "535.261.03") == ["libcuda1", "nvidia-smi"]
+
+
+# --------------------------------------------------------------------------- the role's plan
+
+
+def plan(**overrides):
+    arguments = {
+        "gpus": [],
+        "distribution": "Debian",
+        "release": "12",
+        "architecture": "x86_64",
+        "source": "nvidia",
+    }
+    arguments.update(overrides)
+    return nd.driver_plan(**arguments)
+
+
+def test_plan_for_a_blackwell_host_from_nvidia():
+    result = plan(gpus=[gpu(device="0x2b85"), gpu(1, device="0x2b85")], release="13", vllm_version="0.33.0")
+    assert result["errors"] == []
+    assert result["branch"] == "580"
+    assert result["flavour"] == "open"
+    assert result["generations"] == ["blackwell"]
+    assert result["packages"] == ["nvidia-open"]
+    assert result["cuda_repo_dir"] == "debian13/x86_64"
+    assert result["minimum_driver"] == "580.65.06"
+
+
+def test_plan_without_gpus_on_debian_archive():
+    result = plan(source="distribution")
+    assert result["errors"] == []
+    assert (result["branch"], result["flavour"], result["anchor"]) == ("535", "proprietary", "nvidia-kernel-dkms")
+    assert result["cuda_repo_dir"] is None
+
+
+def test_plan_refuses_a_branch_too_new_for_pascal():
+    result = plan(gpus=[gpu(cc="6.1", name="Tesla P40")], branch="590")
+    assert result["errors"] == ["GPU 0 (Tesla P40) is Pascal, supported up to R580: set nvidia_driver_branch: '580'"]
+
+
+def test_plan_refuses_a_branch_too_old_for_the_engine_cuda():
+    result = plan(branch="570", vllm_version="0.33.0")
+    assert len(result["errors"]) == 1
+    assert result["errors"][0].startswith(
+        "branch R570 is older than 580.65.06 (vLLM 0.33.0's PyPI wheel is built with CUDA 13.0"
+    )
+    assert result["errors"][0].endswith("set nvidia_driver_branch to '580' or newer")
+
+
+def test_plan_refuses_blackwell_on_debian_archive_with_the_fix():
+    result = plan(source="distribution", release="13", gpus=[gpu(device="0x2b85")])
+    assert len(result["errors"]) == 1
+    assert "branch R550 is older than 570.26" in result["errors"][0]
+    assert "nvidia_driver_source: nvidia" in result["errors"][0]
+
+
+def test_plan_checks_an_exact_version_against_the_minimum():
+    result = plan(version="575.64.05", gpus=[gpu(cc="12.0")], vllm_version="0.33.0")
+    assert result["branch"] == "575"
+    assert result["errors"][0].startswith("nvidia_driver_version 575.64.05 is older than 580.65.06")
+
+
+def test_plan_input_errors():
+    assert plan(version="580.95.05", branch="575")["errors"] == [
+        "nvidia_driver_version 580.95.05 is not on nvidia_driver_branch 575: "
+        "set nvidia_driver_branch: '580' or leave it empty"
+    ]
+    assert "is not a driver branch" in plan(branch="R580")["errors"][0]
+    assert "nvidia_driver_version" in plan(version="newest")["errors"][0]
+    assert "not one of nvidia, distribution" in plan(source="ppa")["errors"][0]
+    assert "Debian 11 is not supported" in plan(release="11")["errors"][0]
+    assert "its last driver is R470" in plan(gpus=[gpu(cc="3.7", name="Tesla K80")])["errors"][0]
