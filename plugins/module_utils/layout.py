@@ -451,14 +451,21 @@ def select_layout(
     if nnodes < 1 or not 0 <= node_rank < nnodes:
         raise LayoutError(f"node_rank {node_rank} is outside 0..{nnodes - 1}; fix inferops_vllm_nodes")
 
+    sizes = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
+    sizes_given = any(requested.get(k) not in (None, "") for k in sizes)
+    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    if chosen_gpus and not set(chosen_gpus) <= set(available):
+        sizes_given = True  # the explicit path reports the unknown GPUs with the other problems
+    elif chosen_gpus and not sizes_given:
+        # Only the GPU set is pinned: choose the layout among those GPUs.
+        available = [i for i in available if i in chosen_gpus]
     auto = _auto_layout(dims, topo, available, memory_fit, gpu_memory_utilization, nnodes)
-    explicit_keys = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpus")
-    if any(requested.get(k) not in (None, "", []) for k in explicit_keys) or requested.get(
-        "enable_expert_parallel"
-    ) not in (None, ""):
+    if sizes_given:
         result = _explicit_layout(dims, topo, available, requested, auto, memory_fit, gpu_memory_utilization, nnodes)
     else:
         result = auto
+        if chosen_gpus:
+            result["source"] = dict(result["source"], gpus="inventory")
         if replicas and nnodes == 1:
             _add_replicas(topo, available, result, memory_fit, gpu_memory_utilization)
 
@@ -583,8 +590,9 @@ def _explicit_layout(
     nnodes: int,
 ) -> Dict[str, Any]:
     auto_cand: Candidate = auto["candidate"]
-    tp = int(requested.get("tensor_parallel_size") or 1)
-    pp = int(requested.get("pipeline_parallel_size") or 1)
+    # Sizes the inventory left unset come from the automatic choice.
+    tp = int(requested.get("tensor_parallel_size") or auto_cand.tp)
+    pp = int(requested.get("pipeline_parallel_size") or auto_cand.pp)
     dp = int(requested.get("data_parallel_size") or 1)
     ep_requested = requested.get("enable_expert_parallel")
     ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)

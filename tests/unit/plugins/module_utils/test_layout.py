@@ -403,6 +403,24 @@ def test_inventory_too_many_gpus_and_wrong_gpu_list():
     assert order["problems"] == []
 
 
+def test_unset_sizes_come_from_the_automatic_choice():
+    t = topo("04_4x_a30_nv4_pairs_dual_numa_nic.txt")
+    layout = select_layout(
+        gpus(4), QWEN35_MOE, topology=t, memory_fit=needs(30), requested={"enable_expert_parallel": True}
+    )
+    assert (layout["tensor_parallel_size"], layout["gpus"], layout["expert_parallel"]) == (2, [0, 1], True)
+    assert layout["source"]["tensor_parallel_size"] == "chosen"
+
+
+def test_pinned_gpu_set_without_sizes_is_laid_out_inside_it():
+    t = topo("04_4x_a30_nv4_pairs_dual_numa_nic.txt")
+    layout = select_layout(gpus(4), QWEN35_MOE, topology=t, memory_fit=needs(30), requested={"gpus": [3, 2]})
+    assert (layout["tensor_parallel_size"], layout["gpus"]) == (2, [2, 3])
+    assert layout["source"]["gpus"] == "inventory"
+    unknown = select_layout(gpus(4), QWEN35_MOE, topology=t, memory_fit=needs(30), requested={"gpus": [9]})
+    assert unknown["problems"][0]["variable"] == "vllm_gpus"
+
+
 def test_inventory_expert_parallel_off_with_unsplittable_blocks_is_a_problem():
     dims = ParallelDims(
         num_attention_heads=32,
