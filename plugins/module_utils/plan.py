@@ -894,22 +894,36 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
             measured_overhead_bytes=overhead,
         )
 
+    resolved_by_layout: Dict[Tuple[int, int], Tuple[Dict[str, Any], Dict[str, Any]]] = {}
+
+    def resolve(tp: int, pp: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """(settings chosen by checks.py, budget with them) for one layout: unset settings depend on it."""
+        if (tp, pp) not in resolved_by_layout:
+            chosen = choose_vllm_settings(
+                version=version,
+                model=architecture,
+                gpus=[by_index[i] for i in allowed if i in by_index],
+                inventory=requested,
+                repo=inputs.model["repo"],
+                budget=lambda settings: _figures(budget(settings, tp, pp)),
+            )
+            values = {name: entry["value"] for name, entry in chosen.items()}
+            values.update({k: v for k, v in requested.items() if k not in values})
+            resolved_by_layout[(tp, pp)] = chosen, budget(values, tp, pp)
+        return resolved_by_layout[(tp, pp)]
+
     def memory_fit(tp: int, pp: int) -> bool:
         try:
-            figures = budget(requested, tp, pp)
+            figures = resolve(tp, pp)[1]
         except ValueError:
             return False  # the split itself is invalid for this model
-        return (
-            figures["kv_cache_bytes"]
-            >= (figures["layout"]["blocks_per_request"] + 1) * figures["layout"]["bytes_per_block"]
-        )
+        return bool(_figures(figures)["fits"])
 
     layout = select_layout(
         gear.gpus,
         architecture,
         topology=gear.topology,
         memory_fit=memory_fit,
-        gpu_memory_utilization=float(requested.get("gpu_memory_utilization") or 0.9),
         engine="vllm",
         requested={
             "tensor_parallel_size": requested.get("tensor_parallel_size"),
@@ -921,17 +935,7 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
     )
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
-    chosen = choose_vllm_settings(
-        version=version,
-        model=architecture,
-        gpus=used,
-        inventory=requested,
-        repo=inputs.model["repo"],
-        budget=lambda settings: _figures(budget(settings, tp, pp)),
-    )
-    values = {name: entry["value"] for name, entry in chosen.items()}
-    values.update({k: v for k, v in requested.items() if k not in values})
-    figures = budget(values, tp, pp)
+    chosen, figures = resolve(tp, pp)
     settings = _vllm_settings(inputs, layout, chosen, figures)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
     environment = _environment(layout["env"], {}, inputs.environment)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils.plan import (
@@ -382,3 +384,158 @@ def test_markdown_and_table_show_the_plan():
     assert cells[-1] == "0 error, 0 warning"
     assert "no plan" in failed
     assert len({len(line) for line in (header, separator, row, failed)}) == 1
+
+
+# ------------------------------------------------------------------------------ vLLM plans
+
+EXAMPLE = Path(__file__).resolve().parents[4] / "inventories" / "example"
+
+
+def example(host: str):
+    """(variables, hardware) of a host of the bundled example inventory."""
+    variables = yaml.safe_load((EXAMPLE / "host_vars" / f"{host}.yml").read_text())
+    group = "ollama" if variables.get("ollama_version") else "vllm"
+    variables.update(yaml.safe_load((EXAMPLE / "group_vars" / f"{group}.yml").read_text()))
+    hardware = {
+        "gpus": variables["inferops_gpus"],
+        "topology": parse_topology(variables["inferops_gpu_topology_text"]),
+        "driver": variables["inferops_gpu_driver"],
+    }
+    return variables, hardware
+
+
+def ids(plan, severity=None):
+    return {c["id"] for c in plan["checks"] if severity is None or c["severity"] == severity}
+
+
+def test_vllm_plan_has_the_documented_keys_and_types():
+    variables, hardware = example("agent-2x5060ti")
+    plan = build_plan(variables, hardware, host="agent-2x5060ti")
+    assert list(plan) == PLAN_KEYS
+    assert set(plan["model"]) == MODEL_KEYS
+    assert plan["model"]["weights_source"].startswith("parameter counts x bits per weight (awq")
+    assert set(plan["layout"]) == LAYOUT_KEYS
+    assert set(plan["memory"]) == MEMORY_KEYS
+    for key in ("gpu_total_gib", "weights_gib", "overhead_gib", "kv_cache_gib", "vram_used_gib", "max_concurrency"):
+        assert isinstance(plan["memory"][key], float), key
+    assert isinstance(plan["memory"]["kv_cache_tokens"], int)
+    # Qwen3.6-35B-A3B with fp8 KV: the GDN state pads the attention page to 2096 tokens per block.
+    assert plan["memory"]["block_size"] == 2096
+    assert [g["index"] for g in plan["memory"]["per_gpu"]] == [0, 1]
+    assert all(set(entry) >= {"value", "source"} for entry in plan["settings"].values())
+    assert {entry["source"] for entry in plan["settings"].values()} <= {"inventory", "default", "chosen"}
+    json.dumps(plan)
+
+
+def test_vllm_settings_sources_and_the_rendered_service():
+    variables, hardware = example("agent-2x5060ti")
+    plan = build_plan(variables, hardware, host="agent-2x5060ti")
+    settings = plan["settings"]
+    assert settings["max_model_len"] == {"value": 65536, "source": "inventory"}
+    assert settings["tool_call_parser"] == {"value": "qwen3_coder", "source": "inventory"}
+    assert settings["reasoning_parser"]["source"] == "chosen"
+    assert settings["reasoning_parser"]["value"] == "qwen3"
+    assert settings["gpu_memory_utilization"] == {"value": 0.92, "source": "default", "reason": "vLLM 0.26.0 default"}
+    assert settings["mamba_cache_mode"]["value"] == "align"
+    argv = plan["command"]
+    assert argv[:5] == ["vllm", "serve", "QuantTrio/Qwen3.6-35B-A3B-AWQ", "--revision", "main"]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "4096"
+    assert argv[argv.index("--attention-backend") + 1] == "TRITON_ATTN"
+    assert "--enable-prefix-caching" in argv
+    assert "--reasoning-parser" in argv  # chosen settings are rendered...
+    assert "--gpu-memory-utilization" not in argv  # ...the release's own defaults are not
+    # Two GeForce cards without peer-to-peer: NCCL P2P and custom all-reduce off, GPUs in rank order.
+    assert "--disable-custom-all-reduce" in argv
+    assert plan["environment"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert plan["environment"]["NCCL_P2P_DISABLE"] == "1"
+
+
+def test_the_documented_deployments_pass_their_checks():
+    for host_vars in sorted((EXAMPLE / "host_vars").glob("*.yml")):
+        variables, hardware = example(host_vars.stem)
+        plan = build_plan(variables, hardware, host=host_vars.stem)
+        assert ids(plan, "error") == set(), (host_vars.stem, plan["checks"])
+
+
+def test_old_settings_carried_over_to_a_hybrid_model_fail_as_in_the_write_up():
+    # seeds/000: the Qwen3-32B settings on Qwen3.6-35B-A3B with vLLM 0.26.0.
+    variables, hardware = example("agent-2x5060ti")
+    variables.update(
+        vllm_tool_call_parser="hermes",
+        vllm_max_num_batched_tokens=2048,
+        vllm_max_num_seqs=32,
+        vllm_hf_overrides={
+            "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768}
+        },
+    )
+    plan = build_plan(variables, hardware)
+    assert {"tool-call-parser", "rope-scaling", "mamba-block-size"} <= ids(plan, "error")
+    assert "max-num-seqs" in ids(plan)
+    (block,) = [c for c in plan["checks"] if c["id"] == "mamba-block-size"]
+    assert "2096" in block["message"]
+    assert "vllm_max_num_batched_tokens" in block["message"]
+
+
+def test_unset_settings_are_chosen_so_that_the_checks_pass():
+    variables, hardware = example("agent-2x5060ti")
+    for name in [n for n in variables if n.startswith("vllm_") and n != "vllm_version"]:
+        del variables[name]
+    plan = build_plan(variables, hardware)
+    assert ids(plan, "error") == set()
+    settings = plan["settings"]
+    # 0.26.0 asserts block_size <= max_num_batched_tokens for hybrids in align mode (the default there).
+    assert settings["max_num_batched_tokens"]["source"] == "chosen"
+    assert settings["max_num_batched_tokens"]["value"] >= plan["memory"]["block_size"]
+    assert settings["tool_call_parser"] == {
+        "value": "qwen3_coder",
+        "source": "chosen",
+        "reason": settings["tool_call_parser"]["reason"],
+    }
+    assert plan["layout"]["tensor_parallel_size"] * plan["layout"]["pipeline_parallel_size"] == 2
+    assert settings["tensor_parallel_size"]["source"] == "chosen"
+
+
+def test_auto_max_model_len_is_predicted_and_left_to_vllm():
+    variables, hardware = example("desktop-5090")
+    plan = build_plan(variables, hardware)
+    entry = plan["settings"]["max_model_len"]
+    assert entry["source"] == "inventory"
+    assert isinstance(entry["value"], int)
+    assert 0 < entry["value"] <= 262144
+    argv = plan["command"]
+    assert argv[argv.index("--max-model-len") + 1] == "-1"
+    assert argv[argv.index("--limit-mm-per-prompt") + 1] == '{"video":0}'
+    assert plan["environment"]["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"] == "1"
+
+
+def test_nvlink_pairs_carry_the_tensor_parallel_groups():
+    variables, hardware = example("bf16-4x3090")
+    plan = build_plan(variables, hardware)
+    assert plan["layout"]["tensor_parallel_size"] == 2
+    assert plan["layout"]["pipeline_parallel_size"] == 2
+    assert plan["layout"]["gpus"] in ([0, 1, 2, 3], [2, 3, 0, 1])
+    assert "NCCL_P2P_DISABLE" not in plan["environment"]
+    assert "--disable-custom-all-reduce" not in plan["command"]
+
+
+def test_measured_overhead_replaces_the_model_only_for_the_same_configuration():
+    variables, hardware = example("longctx-h100")
+    modelled = build_plan(variables, hardware)
+    measured = {"vllm_version": "0.21.0", "repo": "88plug/Qwen3.6-35B-A3B-W8A16", "overhead_gib": 6.5}
+    calibrated = build_plan(variables, hardware, measured=measured)
+    assert calibrated["memory"]["overhead_gib"] == 6.5
+    assert calibrated["memory"]["kv_cache_gib"] < modelled["memory"]["kv_cache_gib"]
+    stale = build_plan(variables, hardware, measured=dict(measured, vllm_version="0.20.1"))
+    assert stale["memory"]["overhead_gib"] == modelled["memory"]["overhead_gib"]
+    assert any("vllm_version changed" in c["message"] for c in stale["checks"])
+
+
+def test_vllm_secrets_never_reach_plan_command_or_environment():
+    variables, hardware = example("longctx-h100")
+    variables.update(vllm_api_key=API_KEY, inferops_hf_token=HF_TOKEN, hf_token=HF_TOKEN)
+    plan = build_plan(variables, hardware)
+    text = json.dumps(plan) + render_markdown(plan)
+    assert API_KEY not in text
+    assert HF_TOKEN not in text
+    assert not {"--api-key", "--hf-token"} & {arg.split("=")[0] for arg in plan["command"]}

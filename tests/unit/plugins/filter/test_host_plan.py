@@ -1,0 +1,148 @@
+"""The host_plan / plan_input_errors / plan_markdown / plan_table filters, and playbooks/plan.yml end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.llm.plugins.filter.host_plan import FilterModule as HostPlanFilters
+from ansible_collections.inferops.llm.plugins.filter.plan_report import FilterModule as ReportFilters
+from ansible_collections.inferops.llm.plugins.module_utils import plan as plan_module
+
+HOST_PLAN = HostPlanFilters().filters()
+REPORT = ReportFilters().filters()
+ROOT = Path(__file__).resolve().parents[4]
+# build/collections: where `make venv` links the collection for Ansible and Python.
+COLLECTIONS = Path(plan_module.__file__).parents[5]
+HF_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+
+VARIABLES = {
+    "inferops_engine": "ollama",
+    "ollama_version": "0.30.0",
+    "inferops_model": {
+        "repo": "unsloth/Qwen3.5-35B-A3B-GGUF",
+        "revision": "main",
+        "file": "Qwen3.5-35B-A3B-UD-Q3_K_XL.gguf",
+        "base_model": "Qwen3.5-35B-A3B",
+        "weights_bytes": 16_589_310_180,
+    },
+    "inferops_hf_token": HF_TOKEN,
+    "unrelated": "{{ this would fail if the filter read it }}",
+}
+HARDWARE = {"gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "compute_capability": "8.6"}]}
+
+
+def test_host_plan_reads_only_its_variables_and_returns_plain_data():
+    plan = HOST_PLAN["host_plan"](VARIABLES, HARDWARE, None, "gguf-3090")
+    assert plan["host"] == "gguf-3090"
+    assert json.loads(json.dumps(plan)) == plan
+    assert HF_TOKEN not in json.dumps(plan)
+
+
+def test_host_plan_errors_name_the_variable():
+    with pytest.raises(AnsibleFilterError, match="vllm_version is required and must be an exact pin like 0.33.0"):
+        HOST_PLAN["host_plan"](
+            {"inferops_engine": "vllm", "inferops_model": {"repo": "a/b", "revision": "c"}}, HARDWARE
+        )
+    with pytest.raises(AnsibleFilterError, match="expects the host's variables as a mapping"):
+        HOST_PLAN["host_plan"](["not", "a", "mapping"], HARDWARE)
+    with pytest.raises(AnsibleFilterError, match="hardware must be a mapping"):
+        HOST_PLAN["host_plan"](VARIABLES, "gpus")
+
+
+def test_plan_input_errors_lists_every_problem():
+    assert HOST_PLAN["plan_input_errors"](VARIABLES) == []
+    errors = HOST_PLAN["plan_input_errors"]({"inferops_engine": "ollama", "ollama_version": "0.30"})
+    assert [e.split(" ")[0] for e in errors] == ["ollama_version", "inferops_model"]
+
+
+def test_report_filters_render_the_plan_and_the_table():
+    plan = HOST_PLAN["host_plan"](VARIABLES, HARDWARE, None, "gguf-3090")
+    assert REPORT["plan_markdown"](plan).startswith("# Plan for gguf-3090")
+    hostvars = {"gguf-3090": {"inferops_plan": plan}, "broken": {}}
+    lines = REPORT["plan_table"](["gguf-3090", "broken"], hostvars)
+    assert len(lines) == 4
+    assert lines[2].startswith("| gguf-3090 ")
+    assert "no plan" in lines[3]
+    with pytest.raises(AnsibleFilterError):
+        REPORT["plan_table"]("gguf-3090", hostvars)
+
+
+def test_plan_playbook_writes_a_report_per_example_host(tmp_path):
+    """`ansible-playbook playbooks/plan.yml -i inventories/example`: no host is contacted, reports are complete."""
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        ANSIBLE_INJECT_FACT_VARS="false",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        NO_COLOR="1",
+    )
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    result = subprocess.run(
+        [str(playbook), "-i", "inventories/example", "playbooks/plan.yml", "-e", f"inferops_plan_dir={tmp_path}/plans"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    hosts = sorted(path.stem for path in (ROOT / "inventories" / "example" / "host_vars").glob("*.yml"))
+    assert sorted(path.stem for path in (tmp_path / "plans").glob("*.json")) == hosts
+    assert sorted(path.stem for path in (tmp_path / "plans").glob("*.md")) == hosts
+    for host in hosts:
+        plan = json.loads((tmp_path / "plans" / f"{host}.json").read_text())
+        assert plan["host"] == host
+        assert plan["engine"] in ("vllm", "ollama")
+        assert plan["command"][0] in ("vllm", "ollama")
+        assert not [c for c in plan["checks"] if c["severity"] == "error"], plan["checks"]
+        assert plan["memory"]["kv_cache_tokens"] > 0
+        assert f"| {host} " in result.stdout  # the table lists every host
+    # Never contacted: no host ran a module, only the controller (delegated report writes).
+    assert "UNREACHABLE" not in result.stdout
+    assert "gpu_facts" not in result.stdout
+
+
+def test_plan_playbook_fails_at_the_end_after_writing_every_report(tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        json.dumps(
+            {
+                "all": {
+                    "hosts": {
+                        "good": {**VARIABLES, "inferops_gpus": HARDWARE["gpus"]},
+                        "quantized-kv-without-fa": {
+                            **VARIABLES,
+                            "ollama_kv_cache_type": "q8_0",
+                            "ollama_flash_attention": False,
+                            "inferops_gpus": HARDWARE["gpus"],
+                        },
+                        "no-version": {"inferops_engine": "ollama", "inferops_gpus": HARDWARE["gpus"]},
+                    }
+                }
+            }
+        )
+    )
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "h"))
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    result = subprocess.run(
+        [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-e", f"inferops_plan_dir={tmp_path}/plans"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert sorted(p.stem for p in (tmp_path / "plans").glob("*.json")) == ["good", "quantized-kv-without-fa"]
+    assert "ollama_version is required and must be an exact pin" in result.stdout
+    table = result.stdout.index("| host ")
+    assert result.stdout.index("ollama_kv_quantized_without_fa: ") > table  # the failure comes after the table
+    assert "no plan" in result.stdout[table:]
