@@ -336,8 +336,12 @@ def kv_cache_layout(
     cuda_runtime: Optional[str] = None,
     max_model_len: Optional[int] = None,
     layers: Optional[Tuple[str, ...]] = None,
+    include_mtp: bool = True,
 ) -> Dict[str, Any]:
-    """Block size, groups, bytes per block and blocks per request for resolved ``settings`` values."""
+    """Block size, groups, bytes per block and blocks per request for resolved ``settings`` values.
+
+    ``layers`` restricts the layout to one pipeline stage's layer kinds; ``include_mtp`` says whether the
+    stage runs the MTP draft (the last one)."""
     kv_dtype = settings["kv_cache_dtype"]
     tp = tensor_parallel_size
     num_spec = int(settings.get("num_speculative_tokens") or 0)
@@ -346,7 +350,8 @@ def kv_cache_layout(
     attn_1tok = attention_bytes_per_token(arch, kv_dtype, tp)
     requested_block = int(settings.get("block_size") or KERNEL_BLOCK_ALIGNMENT)
     layer_kinds = tuple(layers) if layers is not None else arch.layer_types
-    mtp = arch.mtp_layers if num_spec and "mtp" in str(settings.get("speculative_method") or "mtp") else 0
+    mtp_method = "mtp" in str(settings.get("speculative_method") or "mtp")
+    mtp = arch.mtp_layers if include_mtp and num_spec and mtp_method else 0
     counts = _layer_specs(arch, layer_kinds, mtp)
     mode = settings.get("mamba_cache_mode") if arch.is_hybrid else None
     checkpoint = bool(arch.is_hybrid and mode == "align" and version.gdn_prefill_checkpoint)
@@ -606,6 +611,17 @@ def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapp
     return best
 
 
+def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead, pinned, hw):
+    """(KV bytes, layout, blocks) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
+    stages = []
+    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+        kv = int(pinned) if pinned is not None else requested - per_rank[stage * tp] - overhead
+        layers = arch.layer_types[start:end]
+        stage_layout = kv_cache_layout(arch, version, values, tp, layers=layers, include_mtp=stage == pp - 1, **hw)
+        stages.append((kv, stage_layout, kv_capacity(version, stage_layout, kv)["num_blocks"]))
+    return stages
+
+
 def vllm_memory_budget(
     arch: ModelArchitecture,
     vllm_version: Any,
@@ -643,21 +659,20 @@ def vllm_memory_budget(
     model_overhead = overhead_estimate(arch, version, values, tp, pp)
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
-    if values["kv_cache_memory_bytes"] is not None:
-        kv_bytes, kv_source = int(values["kv_cache_memory_bytes"]), "kv_cache_memory_bytes"
-    else:
-        kv_bytes, kv_source = requested - max(per_rank) - overhead, "profiled"
+    pinned = values["kv_cache_memory_bytes"]
+    kv_source = "kv_cache_memory_bytes" if pinned is not None else "profiled"
     findings: List[Dict[str, str]] = []
     probe = dict(values)
     if probe["max_model_len"] == "auto":
         probe["max_model_len"] = arch.derived_max_model_len
-    layout = kv_cache_layout(arch, version, probe, tp, **hw)
-    num_blocks = kv_capacity(version, layout, kv_bytes)["num_blocks"]
+    stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
+    kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
     if values["max_model_len"] == "auto":
         fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
         resolved["max_model_len"] = {"value": fitted, "source": "derived"}
         values["max_model_len"] = probe["max_model_len"] = fitted
-        layout = kv_cache_layout(arch, version, probe, tp, **hw)
+        stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
+        kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
     max_len = int(values["max_model_len"])
     if max_len > arch.derived_max_model_len:
         message = (

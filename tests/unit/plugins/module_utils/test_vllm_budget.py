@@ -374,6 +374,14 @@ def test_weights_per_rank_under_tp_and_pp():
     assert _pp_partition(5, 3) == [(0, 2), (2, 4), (4, 5)]
 
 
+def test_pipeline_stages_hold_their_own_layers():
+    # each stage sizes its KV cache over its own layers; vLLM keeps the smallest block count of all ranks
+    got = vllm_memory_budget(LLAMA70B, "0.26.0", H100, 2, 2, settings={"max_model_len": 16384})
+    assert got["layout"]["group_size"] == 40 and got["layout"]["bytes_per_block"] == 40 * 16 * 4 * 2 * 128 * 2
+    assert got["num_blocks"] == got["kv_cache_bytes"] // got["layout"]["bytes_per_block"]
+    assert len(got["weights_per_rank_bytes"]) == 4
+
+
 def test_mxfp4_expert_padding_matches_logged_weights():
     # records.jsonl llmd-h100-gptoss20b / -120b: "Model loading took 13.47 / 64.38 GiB" on one H100
     for repo, logged in (("openai/gpt-oss-20b", 13.47), ("openai/gpt-oss-120b", 64.38)):
