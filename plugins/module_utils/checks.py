@@ -327,7 +327,7 @@ def _cc(gpu: Mapping[str, Any]) -> Optional[int]:
     value = gpu.get("compute_capability")
     if value in (None, ""):
         return None
-    major, _, minor = str(value).partition(".")
+    major, _dot, minor = str(value).partition(".")
     return int(major) * 10 + int(minor or 0)
 
 
@@ -1404,7 +1404,7 @@ def choose_vllm_settings(
         batched = int(resolved.get("max_num_batched_tokens") or default_batched)
         # The sampler warm-up and CUDA graphs grow with max_num_seqs, so the KV capacity depends on the
         # value being chosen: iterate to the fixed point (it settles in two or three rounds).
-        for _ in range(6) if budget else ():
+        for _round in range(6) if budget else ():
             figures = dict(budget(dict(resolved, max_num_seqs=value)))
             fit, why = default_seqs, reason
             concurrency = figures.get("max_concurrency")

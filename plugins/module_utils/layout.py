@@ -236,7 +236,7 @@ class Topology:
     def tp_eligible(self, group: Sequence[int]) -> bool:
         """A TP group may not cross a SYS hop, nor use a narrow PCIe link (NVLink pairs are exempt)."""
         for a, b in itertools.combinations(group, 2):
-            rank, _ = self.link(a, b)
+            rank = self.link(a, b)[0]
             if rank > TP_WORST_LINK:
                 return False
             if rank != LINK_RANK["NV"] and (self.narrow(a) or self.narrow(b)):
@@ -245,9 +245,9 @@ class Topology:
 
     def group_key(self, group: Sequence[int]) -> Tuple[Any, ...]:
         pairs = [self.link(a, b) for a, b in itertools.combinations(group, 2)]
-        worst = max((rank for rank, _ in pairs), default=0)
-        total = sum(rank for rank, _ in pairs)
-        nvlinks = -sum(count for _, count in pairs)
+        worst = max((rank for rank, _count in pairs), default=0)
+        total = sum(rank for rank, _count in pairs)
+        nvlinks = -sum(count for _rank, count in pairs)
         memory = [self.gpus[i].memory_mib for i in group]
         return (worst, len(set(memory)) > 1, total, nvlinks, -min(memory), tuple(sorted(group)))
 
@@ -275,7 +275,7 @@ def _place_groups(topo: Topology, available: Sequence[int], tp: int, pp: int) ->
     """Greedy: take the best-connected eligible TP group, then the next, ... (None if impossible)."""
     remaining = list(available)
     groups: List[List[int]] = []
-    for _ in range(pp):
+    for _stage in range(pp):
         if tp == 1:
             options = [[i] for i in remaining]
             options.sort(key=lambda g: (-topo.gpus[g[0]].memory_mib, topo.narrow(g[0]), g[0]))
