@@ -812,9 +812,9 @@ _BUDGET_FINDING_IDS = {
     "vllm_align_block_size": "mamba-block-size",
     "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
 }
-# Keys of the vLLM role's measurement (ansible_local.inferops_vllm) that must match this plan for its
-# measured overhead to stand in for the model: the overhead depends on them.
-_MEASURED_CONTEXT = ("vllm_version", "repo", "revision", "tensor_parallel_size", "pipeline_parallel_size")
+# Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
+# measurement taken with other values says nothing about this plan.
+_OVERHEAD_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "enforce_eager", "max_cudagraph_capture_size")
 
 
 def _merge(base: Any, override: Any) -> Any:
@@ -841,10 +841,25 @@ def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitect
 def _measured_overhead(
     measured: Optional[Mapping[str, Any]], context: Mapping[str, Any]
 ) -> Tuple[Optional[int], Optional[Dict[str, str]]]:
-    """Measured non-KV overhead per GPU (bytes) when the measurement matches this plan's configuration."""
+    """The overhead per GPU (bytes) measured at the last vLLM start, when it was the same configuration.
+
+    measured: the vLLM role's local fact ansible_local.inferops_vllm (``version``, ``model`` {repo,
+    revision}, ``layout``, ``settings``, ``overhead_gib``, ...). context: this plan's version, repo,
+    revision, layout sizes and inventory settings.
+    """
     if not measured or measured.get("overhead_gib") is None:
         return None, None
-    different = [key for key in _MEASURED_CONTEXT if key in measured and measured[key] != context.get(key)]
+    model = measured.get("model") or {}
+    layout = measured.get("layout") or {}
+    then = {
+        "vllm_version": measured.get("version"),
+        "repo": model.get("repo"),
+        "revision": model.get("revision"),
+        "tensor_parallel_size": layout.get("tensor_parallel_size"),
+        "pipeline_parallel_size": layout.get("pipeline_parallel_size"),
+    }
+    then.update({name: (measured.get("settings") or {}).get(name) for name in _OVERHEAD_SETTINGS})
+    different = [name for name, value in then.items() if value is not None and context.get(name) not in (None, value)]
     if different:
         note = _finding(
             "memory-fit",
@@ -875,6 +890,7 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
         "vllm_version": version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
+        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
     }
 
     def budget(settings: Mapping[str, Any], tp: int, pp: int) -> Dict[str, Any]:

@@ -33,7 +33,8 @@ def _num(value: Any, digits: int = 2) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.{digits}f}"
+        # settings such as gpu_memory_utilization 0.885 keep their digits; GiB figures get two decimals
+        return f"{value:,.{digits}f}" if abs(value) >= 10 else f"{value:.3f}".rstrip("0").rstrip(".")
     return str(value)
 
 
@@ -130,8 +131,8 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
         f"# Plan for {plan.get('host')}",
         "",
         f"{plan.get('engine')} {plan.get('engine_version')} serving `{model.get('repo')}` at revision "
-        f"`{model.get('revision')}`: {verdict} ({counts['error']} errors, {counts['warning']} warnings, "
-        f"{counts['info']} notes).",
+        f"`{model.get('revision')}`: {verdict} (errors: {counts['error']}, warnings: {counts['warning']}, "
+        f"notes: {counts['info']}).",
         "",
         "## Model",
         "",

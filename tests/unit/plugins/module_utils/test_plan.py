@@ -522,13 +522,26 @@ def test_nvlink_pairs_carry_the_tensor_parallel_groups():
 def test_measured_overhead_replaces_the_model_only_for_the_same_configuration():
     variables, hardware = example("longctx-h100")
     modelled = build_plan(variables, hardware)
-    measured = {"vllm_version": "0.21.0", "repo": "88plug/Qwen3.6-35B-A3B-W8A16", "overhead_gib": 6.5}
+    # The shape the vLLM role stores in /etc/ansible/facts.d/inferops_vllm.fact after a healthy start.
+    measured = {
+        "schema": 1,
+        "version": "0.21.0",
+        "model": {"repo": "88plug/Qwen3.6-35B-A3B-W8A16", "revision": "main"},
+        "layout": {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": [0]},
+        "settings": {"max_num_batched_tokens": 4096, "max_num_seqs": 2},
+        "overhead_gib": 6.5,
+    }
     calibrated = build_plan(variables, hardware, measured=measured)
     assert calibrated["memory"]["overhead_gib"] == 6.5
     assert calibrated["memory"]["kv_cache_gib"] < modelled["memory"]["kv_cache_gib"]
-    stale = build_plan(variables, hardware, measured=dict(measured, vllm_version="0.20.1"))
-    assert stale["memory"]["overhead_gib"] == modelled["memory"]["overhead_gib"]
-    assert any("vllm_version changed" in c["message"] for c in stale["checks"])
+    for changed, name in (
+        ({"version": "0.20.1"}, "vllm_version"),
+        ({"settings": {"max_num_batched_tokens": 8192}}, "max_num_batched_tokens"),
+        ({"model": {"repo": "88plug/Qwen3.6-35B-A3B-W8A16", "revision": COMMIT}}, "revision"),
+    ):
+        stale = build_plan(variables, hardware, measured={**measured, **changed})
+        assert stale["memory"]["overhead_gib"] == modelled["memory"]["overhead_gib"]
+        assert any(f"{name} changed" in c["message"] for c in stale["checks"]), name
 
 
 def test_vllm_secrets_never_reach_plan_command_or_environment():
