@@ -272,24 +272,40 @@ class Candidate:
 
 
 def _place_groups(topo: Topology, available: Sequence[int], tp: int, pp: int) -> Optional[List[List[int]]]:
-    """Greedy: take the best-connected eligible TP group, then the next, ... (None if impossible)."""
+    """GPU groups for pp stages of tp GPUs each (None if impossible).
+
+    Pipeline-only layouts pick all stages at once: the largest GPUs first, then the set with the best
+    worst link (one NUMA node before a SYS hop), then the lowest indices. With tensor parallelism,
+    greedy: the best-connected eligible TP group, then the next best among the rest.
+    """
+    if len(available) < tp * pp:
+        return None
+    if tp == 1:
+        best = min(itertools.combinations(available, pp), key=lambda c: _stage_set_key(topo, c))
+        return [[i] for i in best]
     remaining = list(available)
     groups: List[List[int]] = []
     for _stage in range(pp):
-        if tp == 1:
-            options = [[i] for i in remaining]
-            options.sort(key=lambda g: (-topo.gpus[g[0]].memory_mib, topo.narrow(g[0]), g[0]))
-        else:
-            options = [list(g) for g in itertools.combinations(remaining, tp) if topo.tp_eligible(g)]
-            options.sort(key=topo.group_key)
+        options = [list(g) for g in itertools.combinations(remaining, tp) if topo.tp_eligible(g)]
         if not options:
             return None
-        chosen = sorted(options[0])
+        chosen = sorted(min(options, key=topo.group_key))
         groups.append(chosen)
         remaining = [i for i in remaining if i not in chosen]
     # Stage order: by lowest GPU index, which keeps neighbouring stages on neighbouring slots.
     groups.sort(key=lambda g: g[0])
     return groups
+
+
+def _stage_set_key(topo: Topology, gpus: Sequence[int]) -> Tuple[Any, ...]:
+    ranks = [topo.link(a, b)[0] for a, b in itertools.combinations(gpus, 2)]
+    return (
+        -sum(topo.gpus[i].memory_mib for i in gpus),
+        sum(topo.narrow(i) for i in gpus),
+        max(ranks, default=0),
+        sum(ranks),
+        tuple(gpus),
+    )
 
 
 def _fits(memory_fit: MemoryFit, topo: Topology, cand: Candidate, utilization: float) -> bool:

@@ -204,6 +204,10 @@ def test_sample_02_keeps_the_sys_gpu_out_of_tp_groups():
     assert (four["tensor_parallel_size"], four["pipeline_parallel_size"]) == (2, 2)
     assert four["tp_groups"] == [[1, 2], [3, 4]]
     assert 0 not in four["gpus"]
+    # Three pipeline stages (16 heads do not split three ways) stay on one socket: GPU0 is across SYS.
+    three = select_layout(g, QWEN35_MOE, topology=t, memory_fit=needs(50))
+    assert (three["tensor_parallel_size"], three["pipeline_parallel_size"]) == (1, 3)
+    assert 0 not in three["gpus"]
 
 
 def test_sample_04_tp_on_nvlink_pairs_pp_across_sockets():
