@@ -534,8 +534,17 @@ def _hardware(hardware: Mapping[str, Any]) -> Hardware:
             ]
         )
     gpu_list = [_plain(gpu) for gpu in gpus]
+    driver = hardware.get("driver")
+    driver_loaded = not isinstance(driver, Mapping) or driver.get("driver_loaded") is not False
     for position, gpu in enumerate(gpu_list):
         if not isinstance(gpu, dict) or _number(gpu.get("memory_mib"), "int") is None:
+            if not driver_loaded:
+                raise PlanInputError(
+                    [
+                        "the GPUs' memory is unknown until the NVIDIA driver is loaded: install the driver first "
+                        "(site.yml --tags driver, inferops_manage_driver: true) or declare inferops_gpus in inventory"
+                    ]
+                )
             raise PlanInputError([f"inferops_gpus[{position}] needs index, name and memory_mib (as gpu_facts returns)"])
         gpu.setdefault("index", position)
     topology = hardware.get("topology")
@@ -554,7 +563,6 @@ def _hardware(hardware: Mapping[str, Any]) -> Hardware:
                 f"{len(gpu_list)}: declare both from the same host"
             ]
         )
-    driver = hardware.get("driver")
     return Hardware(gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {})
 
 

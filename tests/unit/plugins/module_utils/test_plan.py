@@ -552,3 +552,13 @@ def test_vllm_secrets_never_reach_plan_command_or_environment():
     assert API_KEY not in text
     assert HF_TOKEN not in text
     assert not {"--api-key", "--hf-token"} & {arg.split("=")[0] for arg in plan["command"]}
+
+
+def test_a_host_without_driver_is_told_how_to_get_gpu_memory():
+    gathered = {
+        "gpus": [{"index": 0, "name": None, "memory_mib": None, "pcie_gen_max": 4}],
+        "topology": {},
+        "driver": {"driver_loaded": False, "driver_version": None},
+    }
+    with pytest.raises(PlanInputError, match="memory is unknown until the NVIDIA driver is loaded"):
+        build_plan(ollama_vars(), gathered)
