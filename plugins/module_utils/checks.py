@@ -10,14 +10,20 @@ Public API:
     the caller stops the host when any has severity ``error``. Each id has a section in
     docs/checks.md (cause, engine versions, source, fix).
 
-``choose_vllm_settings(...) -> dict``
+``choose_vllm_settings(*, version, model, gpus, inventory, repo="", budget=None) -> dict``
     Fills the settings the inventory left unset so that every check passes:
-    ``{name: {"value", "source": "inventory|default|chosen", "reason"}}``.
+    ``{name: {"value", "source": "inventory|default|chosen", "reason"}}``. ``budget`` is a callable
+    settings -> vllm_memory_budget() result (the caller binds architecture, GPUs and layout).
+
+``check_driver(driver, gpus, vllm_version=None)``, ``model_family(model, repo)``,
+``predicted_backend(version_tuple, cc_x10, kv_cache_dtype, sinks)``, ``longest_fitting_len(budget)``,
+``suggested_batched_tokens(block_size)`` and the tables ``TOOL_PARSERS``, ``REASONING_PARSERS``,
+``FAMILIES``, ``BACKENDS``, ``QUANT_MIN_CAPABILITY`` are public too.
 
 Version boundaries come from the published vLLM wheels (research notes
-vllm-startup-memory-and-validation.md) and the pull requests cited next to each table. Where a
-behaviour was only observed at some releases, the releases in between are "unverified" and give a
-warning instead of an error.
+vllm-startup-memory-and-validation.md; release flags shared with the memory model live in
+vllm_versions.VllmVersion) and the pull requests cited next to each table. Parser names were read
+at four releases; a release between two that disagree is "unverified" and gives a warning.
 """
 
 from __future__ import annotations
@@ -435,10 +441,13 @@ def check_vllm(
     max_cudagraph_capture_size, cudagraph_capture_sizes, enforce_eager, calculate_kv_scales, dtype,
     tensor_parallel_size, pipeline_parallel_size, enable_expert_parallel, speculative_config).
     gpus: the GPUs the layout uses (compute_capability, memory_mib, name). model_format: safetensors,
-    gguf or bitsandbytes. layout: select_layout() output. budget: vllm_budget figures for these
-    settings: block_size (hybrid-aligned), num_gpu_blocks, max_concurrency, kv_cache_bytes,
-    request_kv_bytes (one max_model_len request), estimated_max_model_len, fits. env: extra service
-    environment. driver: {"version": "580.95.05", "cuda": "12.9"} (installed driver and the engine's CUDA).
+    gguf or bitsandbytes. layout: select_layout() output. budget: the vllm_budget.vllm_memory_budget()
+    result for these settings and layout, unchanged (block_size, num_blocks, max_concurrency,
+    kv_cache_bytes, layout.groups/blocks_per_request/bytes_per_block, requested_bytes,
+    gpu_total_bytes, vram_used_bytes, findings); its own findings come back as memory-fit findings
+    with a variable and a suggested value, or are covered by mamba-block-size, max-num-seqs and
+    context-length. env: the service environment. driver: {"version": "580.95.05", "cuda": None}
+    (installed driver; cuda only for a build other than the default PyPI wheel).
     """
     vv = vllm_version(version)
     ver = vv.number
