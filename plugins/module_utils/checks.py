@@ -654,7 +654,9 @@ def _check_context(
     ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], env: Mapping[str, Any]
 ) -> List[Finding]:
     findings = []
-    max_len = int(s.get("max_model_len") or 0)
+    # "auto" / -1: vLLM fits the length to the memory, which memory-fit covers.
+    max_len = s.get("max_model_len")
+    max_len = int(max_len) if isinstance(max_len, int) or str(max_len).isdigit() else 0
     native = int(arch.get("rope_original_max_position_embeddings") or arch.get("max_position_embeddings") or 0)
     derived = int(arch.get("derived_max_model_len") or native)
     yarn = _yarn_overrides(s.get("hf_overrides"))

@@ -280,6 +280,12 @@ def test_context_length_beyond_derived_max():
     assert only(allowed, "context-length") == []
 
 
+@pytest.mark.parametrize("auto", ["auto", -1, "-1"])
+def test_auto_max_model_len_is_not_a_context_finding(auto):
+    findings = run(arch(QWEN36), "0.33.0", {"max_model_len": auto}, with_budget=False)
+    assert only(findings, "context-length") == [] and only(findings, "rope-scaling") == []
+
+
 def test_chunked_prefill_off_needs_batched_tokens_above_context():
     settings = {"max_model_len": 32768, "max_num_batched_tokens": 8192, "enable_chunked_prefill": False}
     findings = only(run(arch("Qwen/Qwen3-32B"), "0.28.0", settings, with_budget=False), "context-length")
