@@ -15,7 +15,7 @@ Public API:
     ``num_speculative_tokens`` or ``speculative_config`` (``{method, num_speculative_tokens}``; drafts enlarge
     the GDN conv state, an MTP method also loads the MTP block and adds its layer to the KV cache),
     ``enforce_eager``, ``max_cudagraph_capture_size``, ``language_model_only``.
-``resolve_settings(arch, version, gpu_total_bytes, settings=None, gpu_name="") -> dict``:
+``resolve_settings(arch, version, gpu_total_bytes, settings=None, gpu_name="", compute_capability=None) -> dict``:
     every memory-relevant setting as ``{name: {"value": v, "source": "inventory"|"default"|"derived"}}``.
 ``kv_cache_layout(arch, version, settings, tensor_parallel_size=1, compute_capability=None,
     cuda_runtime=None, max_model_len=None) -> dict``: per-layer page sizes, hybrid block size, KV
@@ -41,6 +41,7 @@ Public API:
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
 ``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
     "GPU KV cache size") and ``max_concurrency`` for a budget and a ``kv_cache_layout``.
+``format_gib(version, bytes) -> str``: GiB as the release prints them in "Available KV cache memory".
 ``format_capacity_log(version, kv_cache_tokens, max_model_len, max_concurrency) -> list[str]``.
 ``parse_human_int(value) -> int``: vLLM's human_readable_int (``5g`` = 5e9, ``5G`` = 5 GiB).
 """
@@ -64,6 +65,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_weights import 
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
     VllmVersion,
     batch_defaults,
+    uses_model_runner_v2,
     vllm_version,
 )
 
@@ -84,9 +86,10 @@ _NON_TORCH_GIB = {
     # consumed-memory profiler (>= 0.27) also counts workspaces created after the snapshot: 0.30-0.47 at TP1
     "consumed": {1: 0.50, 2: 0.80, 4: 1.90, 8: 2.40},
 }
-# Sampler warm-up over max_num_seqs rows of vocab logits (fp32 logits, sort values/indices, probabilities):
-# 38.5-38.9 bytes per logit fitted on five H100/L40S logs of 0.10-0.11; the >= 0.27 runner keeps far less.
-_SAMPLER_BYTES_PER_LOGIT = {"profile": 40.0, "consumed": 10.0}
+# Sampler warm-up over max_num_seqs rows of vocab logits. The V1 model runner's _dummy_sampler_run applies
+# top-k and top-p (fp32 logits, sort values and int64 indices, probabilities): 38.5-38.9 bytes per logit
+# fitted on five H100/L40S logs of 0.10-0.11. The V2 runner skips top-k/top-p (0.27.1 log: under 10).
+_SAMPLER_BYTES_PER_LOGIT = {"v1": 40.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
@@ -151,6 +154,7 @@ def resolve_settings(
     gpu_total_bytes: int,
     settings: Optional[Mapping] = None,
     gpu_name: str = "",
+    compute_capability: Optional[str] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Memory-relevant engine settings with where each value came from."""
     given = dict(settings or {})
@@ -172,7 +176,7 @@ def resolve_settings(
         "value": parse_human_int(kv_bytes) if kv_bytes is not None else None,
         "source": "inventory" if kv_bytes is not None else "default",
     }
-    defaults = batch_defaults(version, gpu_total_bytes, gpu_name)
+    defaults = batch_defaults(version, gpu_total_bytes, gpu_name, compute_capability)
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
     kv_dtype = str(put("kv_cache_dtype", "auto"))
@@ -321,10 +325,11 @@ def _layer_specs(arch: ModelArchitecture, layers: Tuple[str, ...], mtp_layers: i
     return counts
 
 
-def _group_size(counts: Mapping[str, int]) -> int:
-    """kv_cache_utils _get_kv_cache_groups_uniform_page_size: smallest bucket, or the largest when close."""
+def _group_size(version: VllmVersion, counts: Mapping[str, int]) -> int:
+    """kv_cache_utils _get_kv_cache_groups_uniform_page_size: smallest bucket, or (>= 0.18) the largest when
+    it is under 1.5 x the smallest."""
     smallest, largest = min(counts.values()), max(counts.values())
-    return largest if largest < 1.5 * smallest else smallest
+    return largest if version.group_size_threshold and largest < 1.5 * smallest else smallest
 
 
 def kv_cache_layout(
@@ -369,7 +374,7 @@ def kv_cache_layout(
         aligned = kernel * _cdiv(gdn["page_bytes"], kernel * attn_1tok)
         block_size = max(block_size, aligned)
     page = block_size * attn_1tok
-    group_size = _group_size(counts)
+    group_size = _group_size(version, counts)
     groups: List[Dict[str, Any]] = []
     blocks_per_request = 0
     for kind in (LAYER_FULL, LAYER_MLA, LAYER_SLIDING, LAYER_LINEAR):
@@ -496,7 +501,9 @@ def overhead_estimate(
     tp = tensor_parallel_size
     non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], tp) * GIB)
     forward = int(settings["max_num_batched_tokens"]) * _forward_bytes_per_token(arch, tp)
-    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[era])
+    quantized = arch.quantization is not None
+    runner = "v2" if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized) else "v1"
+    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[runner])
     multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
@@ -510,6 +517,7 @@ def overhead_estimate(
         "non_torch_bytes": non_torch,
         "forward_peak_bytes": forward,
         "sampler_peak_bytes": sampler,
+        "model_runner": runner,
         "multimodal_bytes": multimodal,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
@@ -520,6 +528,11 @@ def overhead_estimate(
 
 # ----------------------------------------------------------------------------------------------------
 # Budget
+
+
+def format_gib(version: VllmVersion, value: int) -> str:
+    """A byte count as the release prints GiB: ``%.2f`` before 0.14, ``str(round(x, 2))`` (format_gib) after."""
+    return str(round(value / GIB, 2)) if version.kv_memory_log_rounded else f"{value / GIB:.2f}"
 
 
 def format_capacity_log(version: VllmVersion, kv_cache_tokens: int, max_model_len: int, max_concurrency: float):
@@ -651,7 +664,7 @@ def vllm_memory_budget(
     version = _version(vllm_version)
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate_layout(arch, tp, pp, gpu_total_bytes)
-    resolved = resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name)
+    resolved = resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name, compute_capability)
     values = _values(resolved)
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
     loaded = _weights(arch, weights, values)
@@ -719,7 +732,7 @@ def vllm_memory_budget(
         "max_concurrency": concurrency,
         "max_model_len": max_len,
         "log_lines": [
-            f"Available KV cache memory: {kv_bytes / GIB:.2f} GiB",
+            f"Available KV cache memory: {format_gib(version, kv_bytes)} GiB",
             *format_capacity_log(version, tokens, max_len, concurrency),
         ],
         "vram_used_bytes": after_start,

@@ -12,15 +12,19 @@ Public API:
     local suffix (``+cu129``) is dropped; pre-releases (``rc``/``dev``) are refused with a clear error.
 ``VllmVersion`` (frozen dataclass): the resolved behaviour of one release (fields documented below).
 ``vllm_version(text) -> VllmVersion``: raises ``ValueError`` naming ``vllm_version`` when unsupported.
-``batch_defaults(version, gpu_total_bytes, gpu_name="") -> dict``: ``max_num_batched_tokens`` and
-    ``max_num_seqs`` that ``vllm serve`` picks for the GPU class (engine/arg_utils.py get_batch_defaults).
+``batch_defaults(version, gpu_total_bytes, gpu_name="", compute_capability=None) -> dict``:
+    ``max_num_batched_tokens`` and ``max_num_seqs`` that ``vllm serve`` picks for the GPU class
+    (engine/arg_utils.py get_batch_defaults).
+``uses_model_runner_v2(version, architecture, is_moe, is_hybrid, is_quantized) -> bool``: whether the
+    release runs the model on the V2 GPU model runner by default (config/vllm.py use_v2_model_runner);
+    its profiling sampler skips top-k/top-p, so the warm-up peak is much smaller.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 OLDEST_SUPPORTED = (0, 10, 0)
 NEWEST_KNOWN = (0, 33, 99)
@@ -55,8 +59,12 @@ class VllmVersion:
     cudagraph_memory_charged: bool
     # "GPU KV cache size" = int(max_concurrency * max_model_len) from 0.20.1 (else blocks // groups * block)
     kv_tokens_from_concurrency: bool
-    # one "GPU KV cache size: ..., Maximum concurrency ..." line (0.33 update_kv_cache_capacity)
+    # one "GPU KV cache size: ..., Maximum concurrency ..." line (update_kv_cache_capacity) from 0.28.0
     capacity_log_single_line: bool
+    # "Available KV cache memory: %s GiB" with format_gib (str(round(x, 2))) from 0.14.0, "%.2f" before
+    kv_memory_log_rounded: bool
+    # _get_kv_cache_groups_uniform_page_size: group size = largest bucket when < 1.5 x smallest (0.18.0)
+    group_size_threshold: bool
     # hybrid (Mamba/GDN) models get prefix caching -> mamba_cache_mode "align" by default from 0.26.0
     hybrid_prefix_caching_default: bool
     # "In Mamba cache align mode, block_size (...) must be <= max_num_batched_tokens" in 0.17 .. 0.26.x
@@ -69,7 +77,8 @@ class VllmVersion:
     kv_cache_dtypes: Tuple[str, ...]
     gguf_supported: bool  # removed in 0.24.0
     bitsandbytes_supported: bool  # removed in 0.28.0
-    large_gpu_tier: bool  # >= 160 GiB tier of get_batch_defaults (absent in 0.19.1)
+    large_gpu_tier: bool  # >= 160 GiB tier of get_batch_defaults (0.28.0)
+    gb10_small_tier: bool  # GB10 (compute capability 12.1) kept on the small tier (0.33.0)
 
     def at_least(self, *number: int) -> bool:
         return self.number >= tuple(number)
@@ -122,7 +131,9 @@ def vllm_version(text: str) -> VllmVersion:
         default_gpu_memory_utilization=0.92 if number >= (0, 20, 0) else 0.90,
         cudagraph_memory_charged=number >= (0, 20, 0),
         kv_tokens_from_concurrency=number >= (0, 20, 1),
-        capacity_log_single_line=number >= (0, 33, 0),
+        capacity_log_single_line=number >= (0, 28, 0),
+        kv_memory_log_rounded=number >= (0, 14, 0),
+        group_size_threshold=number >= (0, 18, 0),
         hybrid_prefix_caching_default=number >= (0, 26, 0),
         align_block_size_assert=(0, 17, 0) <= number < (0, 27, 0),
         mamba_cache_modes=("align", "none") if number >= (0, 33, 0) else ("align", "none", "all"),
@@ -131,17 +142,68 @@ def vllm_version(text: str) -> VllmVersion:
         kv_cache_dtypes=_kv_cache_dtypes(number),
         gguf_supported=number < (0, 24, 0),
         bitsandbytes_supported=number < (0, 28, 0),
-        large_gpu_tier=number >= (0, 20, 0),
+        large_gpu_tier=number >= (0, 28, 0),
+        gb10_small_tier=number >= (0, 33, 0),
     )
 
 
-def batch_defaults(version: VllmVersion, gpu_total_bytes: int, gpu_name: str = "") -> Dict[str, int]:
+def batch_defaults(
+    version: VllmVersion, gpu_total_bytes: int, gpu_name: str = "", compute_capability: Optional[str] = None
+) -> Dict[str, int]:
     """``vllm serve`` defaults for max_num_batched_tokens and max_num_seqs on this GPU class."""
     name = gpu_name.upper()
     total_gib = gpu_total_bytes / _GIB
     if version.large_gpu_tier and total_gib >= 160:
         return {"max_num_batched_tokens": 16384, "max_num_seqs": 1024}
-    small = "A100" in name or (version.large_gpu_tier and "GB10" in name)
-    if total_gib >= 70 and not small:
+    gb10 = version.gb10_small_tier and (str(compute_capability) == "12.1" or "GB10" in name)
+    if total_gib >= 70 and "A100" not in name and not gb10:
         return {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
     return {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
+
+
+# config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES per release (0.25.1 dropped the dense ones: every
+# dense model defaults to V2 from then on).
+_V2_ARCHITECTURES = (
+    ((0, 22, 0), ("Qwen3ForCausalLM",)),
+    ((0, 23, 0), ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM")),
+    (
+        (0, 24, 0),
+        ("Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+         "LlamaForCausalLM", "MistralForCausalLM"),
+    ),
+    ((0, 25, 0), ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")),
+    (
+        (0, 26, 0),
+        ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", "InklingForConditionalGeneration",
+         "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"),
+    ),
+    (
+        (0, 27, 0),
+        ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM", "InklingForConditionalGeneration",
+         "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM",
+         "DeepseekV4ForCausalLM"),
+    ),
+)  # fmt: skip
+
+
+def uses_model_runner_v2(
+    version: VllmVersion, architecture: str, is_moe: bool, is_hybrid: bool, is_quantized: bool
+) -> bool:
+    """Default GPU model runner of a release for a generative model (no VLLM_USE_V2_MODEL_RUNNER set)."""
+    number = version.number
+    if number < (0, 22, 0):
+        return False
+    if number >= (0, 29, 0):
+        return True  # V2 for every model unless a feature it lacks is requested
+    listed = ()
+    for first, names in _V2_ARCHITECTURES:
+        if number >= first:
+            listed = names
+    in_list = architecture in listed
+    if number < (0, 24, 0):
+        return in_list and not is_moe and not is_quantized
+    if number < (0, 25, 0):
+        return in_list
+    if number < (0, 27, 0):
+        return not is_hybrid and (in_list or not is_moe)
+    return in_list or (not is_hybrid and not is_moe)

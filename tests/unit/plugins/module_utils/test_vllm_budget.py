@@ -16,14 +16,17 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue impor
 from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
     GIB,
+    _group_size,
     _pp_partition,
     attention_bytes_per_token,
     cuda_total_bytes_from_nvidia_smi,
     format_capacity_log,
+    format_gib,
     gdn_state_bytes,
     kv_bytes_available_per_gpu,
     kv_cache_layout,
     kv_capacity,
+    overhead_estimate,
     parse_human_int,
     resolve_settings,
     vllm_memory_budget,
@@ -32,6 +35,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
     batch_defaults,
     parse_vllm_version,
+    uses_model_runner_v2,
     vllm_version,
 )
 
@@ -108,7 +112,9 @@ def test_kv_cache_dtypes_per_release():
         ("0.33.0", 79.25, "NVIDIA A100-SXM4-80GB", (2048, 256)),
         ("0.33.0", 31.36, "NVIDIA GeForce RTX 5090", (2048, 256)),
         ("0.33.0", 178.35, "NVIDIA B200", (16384, 1024)),
-        ("0.19.1", 178.35, "NVIDIA B200", (8192, 1024)),
+        ("0.27.1", 178.35, "NVIDIA B200", (8192, 1024)),  # the >= 160 GiB tier arrives in 0.28.0
+        ("0.28.0", 178.35, "NVIDIA B200", (16384, 1024)),
+        ("0.32.0", 119.7, "NVIDIA GB10", (8192, 1024)),  # GB10 kept small from 0.33.0
         ("0.33.0", 119.7, "NVIDIA GB10", (2048, 256)),
     ],
 )
@@ -250,9 +256,51 @@ def test_capacity_log_lines():
         "GPU KV cache size: 93,872 tokens",
         "Maximum concurrency for 16,384 tokens per request: 5.73x",
     ]
-    assert format_capacity_log(vllm_version("0.33.0"), 360448, 32768, 11.0) == [
+    # v1/core/kv_cache_utils.py update_kv_cache_capacity logs one line from 0.28.0
+    assert format_capacity_log(vllm_version("0.27.1"), 360448, 32768, 11.0)[0] == "GPU KV cache size: 360,448 tokens"
+    assert format_capacity_log(vllm_version("0.28.0"), 360448, 32768, 11.0) == [
         "GPU KV cache size: 360,448 tokens, Maximum concurrency for 32,768 tokens per request: 11.00x"
     ]
+
+
+def test_available_kv_memory_format():
+    # gpu_worker.py: "%.2f" up to 0.13, utils/mem_utils.py format_gib = str(round(x, 2)) from 0.14.0
+    assert format_gib(vllm_version("0.11.0"), int(20.5 * GIB)) == "20.50"
+    assert format_gib(vllm_version("0.26.0"), int(20.5 * GIB)) == "20.5"
+    assert format_gib(vllm_version("0.26.0"), 7 * GIB) == "7.0"
+
+
+def test_group_size_threshold_from_018():
+    # gpt-oss + one drafter layer: 12 sliding + 13 full. 0.18+: group size 13 (pad to 13 + 13);
+    # before: the smallest bucket, 12 -> the full bucket splits into 2 groups.
+    arch = find_model("openai/gpt-oss-20b").architecture()
+    counts = {"sliding_attention": 12, "full_attention": 13}
+    assert _group_size(vllm_version("0.18.0"), counts) == 13
+    assert _group_size(vllm_version("0.17.1"), counts) == 12
+    assert arch.sliding_window_layers == 12
+
+
+@pytest.mark.parametrize(
+    ("version", "repo", "v2"),
+    [
+        ("0.21.0", "meta-llama/Llama-3.1-8B-Instruct", False),
+        ("0.23.0", "meta-llama/Llama-3.1-8B-Instruct", True),
+        ("0.23.0", "Qwen/Qwen3-30B-A3B", False),
+        ("0.26.0", "Qwen/Qwen3-32B", True),  # every dense model from 0.25
+        ("0.26.0", "Qwen/Qwen3.6-35B-A3B", False),  # hybrids stay on V1
+        ("0.28.0", "Qwen/Qwen3.6-27B", False),
+        ("0.29.0", "Qwen/Qwen3.6-35B-A3B", True),  # V2 by default for everything
+    ],
+)
+def test_model_runner_choice(version, repo, v2):
+    # config/vllm.py use_v2_model_runner / _is_default_v2_model_runner_model per release
+    arch = find_model(repo).architecture()
+    assert uses_model_runner_v2(vllm_version(version), arch.architecture, arch.is_moe, arch.is_hybrid, False) is v2
+    settings = {k: e["value"] for k, e in resolve_settings(arch, vllm_version(version), H100).items()}
+    overhead = overhead_estimate(arch, vllm_version(version), settings)
+    assert overhead["model_runner"] == ("v2" if v2 else "v1")
+    per_logit = overhead["sampler_peak_bytes"] / (settings["max_num_seqs"] * arch.vocab_size)
+    assert per_logit == (10.0 if v2 else 40.0)
 
 
 def test_gpt_oss_record_reproduced_from_its_logged_kv():
@@ -274,7 +322,7 @@ def test_requested_memory_and_kv_budget_arithmetic():
     assert budget["requested_bytes"] == math.ceil(H100 * 0.92)
     assert budget["kv_cache_bytes"] == budget["requested_bytes"] - budget["weights_bytes"] - budget["overhead_bytes"]
     assert budget["overhead_bytes"] == budget["overhead"]["charged_bytes"]
-    assert budget["log_lines"][0] == f"Available KV cache memory: {budget['kv_cache_bytes'] / GIB:.2f} GiB"
+    assert budget["log_lines"][0] == f"Available KV cache memory: {round(budget['kv_cache_bytes'] / GIB, 2)} GiB"
     assert budget["settings"]["gpu_memory_utilization"] == {"value": 0.92, "source": "default"}
     assert budget["settings"]["max_model_len"] == {"value": 16384, "source": "inventory"}
 
@@ -345,7 +393,7 @@ def test_memory_findings():
     tight = vllm_memory_budget(LLAMA70B, "0.26.0", H100)
     assert tight["kv_cache_bytes"] < 0 and tight["findings"][0]["id"] == "vllm_no_kv_cache_memory"
     long = vllm_memory_budget(
-        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": 131072, "gpu_memory_utilization": 0.62}
+        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": 131072, "gpu_memory_utilization": 0.58}
     )
     assert "vllm_kv_cache_too_small" in {f["id"] for f in long["findings"]}
     too_long = vllm_memory_budget(LLAMA8B, "0.26.0", H100, settings={"max_model_len": 200000})
@@ -354,7 +402,7 @@ def test_memory_findings():
 
 def test_auto_fit_max_model_len():
     got = vllm_memory_budget(
-        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": -1, "gpu_memory_utilization": 0.62}
+        LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": -1, "gpu_memory_utilization": 0.58}
     )
     fitted = got["max_model_len"]
     assert got["settings"]["max_model_len"]["source"] == "derived" and 0 < fitted < 131072
