@@ -22,13 +22,15 @@ Public API:
     cache groups, bytes per block and blocks per request (no memory figures needed).
 ``weights_per_rank(arch, weights, tensor_parallel_size=1, pipeline_parallel_size=1) -> list[int]``:
     bytes each rank loads (``weights`` is a ``model_weights.WeightsEstimate``).
-``overhead_estimate(arch, version, settings, tensor_parallel_size=1, pipeline_parallel_size=1) -> dict``:
+``overhead_estimate(arch, version, settings, tensor_parallel_size=1, pipeline_parallel_size=1,
+    compute_capability=None) -> dict``:
     the modelled non-KV overhead per GPU: ``non_torch_bytes``, ``activation_peak_bytes`` (forward pass at
     max_num_batched_tokens or sampler warm-up over max_num_seqs x vocab, whichever is larger, plus the
-    multimodal allowance), ``cudagraph_bytes``, ``charged_bytes`` (what the pinned release subtracts
-    before sizing the KV cache).
+    multimodal allowance), ``sampler`` (``native``, ``flashinfer`` or ``v2``), ``cudagraph_bytes``,
+    ``charged_bytes`` (what the pinned release subtracts before sizing the KV cache).
 ``kv_bytes_available_per_gpu(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1,
-    pipeline_parallel_size=1, weights=None, settings=None, gpu_name="", measured_overhead_bytes=None) -> int``:
+    pipeline_parallel_size=1, weights=None, settings=None, gpu_name="", measured_overhead_bytes=None,
+    compute_capability=None) -> int``:
     the cheap answer a layout search needs (negative when the weights do not fit).
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
@@ -87,9 +89,10 @@ _NON_TORCH_GIB = {
     "consumed": {1: 0.50, 2: 0.80, 4: 1.90, 8: 2.40},
 }
 # Sampler warm-up over max_num_seqs rows of vocab logits. The V1 model runner's _dummy_sampler_run applies
-# top-k and top-p (fp32 logits, sort values and int64 indices, probabilities): 38.5-38.9 bytes per logit
-# fitted on five H100/L40S logs of 0.10-0.11. The V2 runner skips top-k/top-p (0.27.1 log: under 10).
-_SAMPLER_BYTES_PER_LOGIT = {"v1": 40.0, "v2": 10.0}
+# top-k and top-p: with the PyTorch-native sampler (fp32 logits, sort values and int64 indices,
+# probabilities) 38.5-38.9 bytes per logit fitted on five H100/L40S logs of 0.10-0.11; with FlashInfer's
+# top-k/top-p kernels at most 12.4 (A100 log of 0.10.1.1). The V2 runner skips top-k/top-p (0.27.1 log).
+_SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 12.5, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
@@ -489,21 +492,40 @@ def _forward_bytes_per_token(arch: ModelArchitecture, tp: int) -> int:
     return per_token
 
 
+def _sampler(version: VllmVersion, arch: ModelArchitecture, compute_capability: Optional[str]) -> str:
+    """Sampler the profiling warm-up runs: "v2" (V2 model runner), "flashinfer" or "native" (V1 runner).
+
+    v1/sample/ops/topk_topp_sampler.py: FlashInfer top-k/top-p is opt-in (VLLM_USE_FLASHINFER_SAMPLER=1) up to
+    0.20 and on by default from 0.21 on GPUs FlashInfer supports (compute capability 8.0 - 12.1; unknown
+    counts as supported). 0.10-0.11 also used it when flashinfer happened to be installed: not assumed.
+    """
+    quantized = arch.quantization is not None
+    if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized):
+        return "v2"
+    if version.at_least(0, 21, 0):
+        if compute_capability is None:
+            return "flashinfer"
+        major, _, minor = str(compute_capability).partition(".")
+        if (8, 0) <= (int(major), int(minor or 0)) <= (12, 1):
+            return "flashinfer"
+    return "native"
+
+
 def overhead_estimate(
     arch: ModelArchitecture,
     version: VllmVersion,
     settings: Mapping,
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
+    compute_capability: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Modelled non-KV memory per GPU besides the weights (safe side; docs/accuracy.md)."""
     era = _era(version)
     tp = tensor_parallel_size
     non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], tp) * GIB)
     forward = int(settings["max_num_batched_tokens"]) * _forward_bytes_per_token(arch, tp)
-    quantized = arch.quantization is not None
-    runner = "v2" if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized) else "v1"
-    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[runner])
+    kind = _sampler(version, arch, compute_capability)
+    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
     multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
@@ -517,7 +539,7 @@ def overhead_estimate(
         "non_torch_bytes": non_torch,
         "forward_peak_bytes": forward,
         "sampler_peak_bytes": sampler,
-        "model_runner": runner,
+        "sampler": kind,
         "multimodal_bytes": multimodal,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
@@ -589,20 +611,21 @@ def kv_bytes_available_per_gpu(
     settings: Optional[Mapping] = None,
     gpu_name: str = "",
     measured_overhead_bytes: Optional[int] = None,
+    compute_capability: Optional[str] = None,
 ) -> int:
     """KV bytes the worst rank gets for this layout (negative when weights and overhead do not fit)."""
     version = _version(vllm_version)
     _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
-    values = _values(resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name))
+    values = _values(resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name, compute_capability))
     if values["kv_cache_memory_bytes"] is not None:
         return int(values["kv_cache_memory_bytes"])
     per_rank = weights_per_rank(arch, _weights(arch, weights, values), tensor_parallel_size, pipeline_parallel_size)
     if measured_overhead_bytes is not None:
         overhead = int(measured_overhead_bytes)
     else:
-        overhead = overhead_estimate(arch, version, values, tensor_parallel_size, pipeline_parallel_size)[
-            "charged_bytes"
-        ]
+        overhead = overhead_estimate(
+            arch, version, values, tensor_parallel_size, pipeline_parallel_size, compute_capability
+        )["charged_bytes"]
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     return requested - max(per_rank) - overhead
 
@@ -669,7 +692,7 @@ def vllm_memory_budget(
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
     loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
-    model_overhead = overhead_estimate(arch, version, values, tp, pp)
+    model_overhead = overhead_estimate(arch, version, values, tp, pp, compute_capability)
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]

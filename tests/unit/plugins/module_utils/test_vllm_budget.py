@@ -281,26 +281,30 @@ def test_group_size_threshold_from_018():
 
 
 @pytest.mark.parametrize(
-    ("version", "repo", "v2"),
+    ("version", "repo", "capability", "sampler"),
     [
-        ("0.21.0", "meta-llama/Llama-3.1-8B-Instruct", False),
-        ("0.23.0", "meta-llama/Llama-3.1-8B-Instruct", True),
-        ("0.23.0", "Qwen/Qwen3-30B-A3B", False),
-        ("0.26.0", "Qwen/Qwen3-32B", True),  # every dense model from 0.25
-        ("0.26.0", "Qwen/Qwen3.6-35B-A3B", False),  # hybrids stay on V1
-        ("0.28.0", "Qwen/Qwen3.6-27B", False),
-        ("0.29.0", "Qwen/Qwen3.6-35B-A3B", True),  # V2 by default for everything
+        # config/vllm.py use_v2_model_runner / _is_default_v2_model_runner_model per release, and
+        # v1/sample/ops/topk_topp_sampler.py: FlashInfer top-k/top-p opt-in up to 0.20, default from 0.21
+        ("0.19.1", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "native"),
+        ("0.21.0", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "flashinfer"),
+        ("0.21.0", "meta-llama/Llama-3.1-8B-Instruct", "7.5", "native"),  # FlashInfer needs SM 8.0+
+        ("0.23.0", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "v2"),
+        ("0.23.0", "Qwen/Qwen3-30B-A3B", "9.0", "flashinfer"),  # MoE stays on the V1 runner in 0.23
+        ("0.26.0", "Qwen/Qwen3-32B", "9.0", "v2"),  # every dense model from 0.25
+        ("0.26.0", "Qwen/Qwen3.6-35B-A3B", "9.0", "flashinfer"),  # hybrids stay on V1
+        ("0.28.0", "Qwen/Qwen3.6-27B", "12.0", "flashinfer"),
+        ("0.29.0", "Qwen/Qwen3.6-35B-A3B", "9.0", "v2"),  # V2 by default for everything
     ],
 )
-def test_model_runner_choice(version, repo, v2):
-    # config/vllm.py use_v2_model_runner / _is_default_v2_model_runner_model per release
+def test_sampler_warm_up_by_runner_and_release(version, repo, capability, sampler):
     arch = find_model(repo).architecture()
-    assert uses_model_runner_v2(vllm_version(version), arch.architecture, arch.is_moe, arch.is_hybrid, False) is v2
-    settings = {k: e["value"] for k, e in resolve_settings(arch, vllm_version(version), H100).items()}
-    overhead = overhead_estimate(arch, vllm_version(version), settings)
-    assert overhead["model_runner"] == ("v2" if v2 else "v1")
+    v = vllm_version(version)
+    assert uses_model_runner_v2(v, arch.architecture, arch.is_moe, arch.is_hybrid, False) is (sampler == "v2")
+    settings = {k: e["value"] for k, e in resolve_settings(arch, v, H100).items()}
+    overhead = overhead_estimate(arch, v, settings, compute_capability=capability)
+    assert overhead["sampler"] == sampler
     per_logit = overhead["sampler_peak_bytes"] / (settings["max_num_seqs"] * arch.vocab_size)
-    assert per_logit == (10.0 if v2 else 40.0)
+    assert per_logit == pytest.approx({"native": 40.0, "flashinfer": 12.5, "v2": 10.0}[sampler], rel=1e-6)
 
 
 def test_gpt_oss_record_reproduced_from_its_logged_kv():
