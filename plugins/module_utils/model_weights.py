@@ -22,7 +22,8 @@ Public API:
 ``estimate_weights(arch, params=None, weights_bytes=None, weights_file=None, quantization=None,
     include_mtp=False, include_vision=True) -> WeightsEstimate``: priority ``weights_bytes`` >
     ``weights_file`` (a ``model.safetensors.index.json`` -> ``metadata.total_size``, a ``.safetensors``
-    or ``.gguf`` -> file size) > parameter counts x bits per weight.
+    or ``.gguf`` -> file size, a model directory -> its index or the sum of its ``*.safetensors``) >
+    parameter counts x bits per weight.
 ``weights_bytes_and_source(...) -> (int, str)``: the same, as a pair.
 """
 
@@ -274,6 +275,15 @@ class WeightsEstimate:
 
 
 def _file_total(path: str) -> Tuple[int, str]:
+    if os.path.isdir(path):
+        index = os.path.join(path, "model.safetensors.index.json")
+        if os.path.isfile(index):
+            return _file_total(index)
+        shards = sorted(name for name in os.listdir(path) if name.endswith(".safetensors"))
+        if shards:
+            total = sum(os.path.getsize(os.path.join(path, name)) for name in shards)
+            return total, f"safetensors files in {os.path.basename(path.rstrip('/'))} (sizes)"
+        raise ValueError(f"{path!r} holds neither model.safetensors.index.json nor *.safetensors files")
     if not os.path.isfile(path):
         raise ValueError(f"inferops_model weights file {path!r} does not exist on the controller")
     if path.endswith(".json"):

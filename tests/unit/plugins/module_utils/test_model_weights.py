@@ -116,6 +116,19 @@ def test_safetensors_index_total_drops_the_mtp_block(tmp_path):
     assert total == pytest.approx(71_903_645_408 - 2 * QWEN35.params["mtp"], abs=16)
 
 
+def test_model_directory(tmp_path):
+    (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 3000)
+    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(b"\0" * 1000)
+    total, source = weights_bytes_and_source(QWEN35.architecture(), params=QWEN35.params, weights_file=str(tmp_path))
+    assert source.startswith("safetensors files in") and total < 4000  # the MTP share is not loaded
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 8000}}))
+    assert "index" in weights_bytes_and_source(QWEN35.architecture(), weights_file=str(tmp_path))[1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds neither"):
+        weights_bytes_and_source(QWEN35.architecture(), weights_file=str(empty))
+
+
 def test_gguf_file_size(tmp_path):
     gguf = tmp_path / "model-Q4_K_M.gguf"
     gguf.write_bytes(b"\0" * 4096)
