@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import catalogue_ids, find_model
 from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
     GIB,
@@ -495,3 +495,27 @@ def test_startup_log_predicted_within_tolerance(row):
 def test_accuracy_report_is_current():
     text = ACCURACY.render(RESULT)
     assert ACCURACY.OUTPUT.read_text(encoding="utf-8") == text, "run tests/accuracy/generate.py"
+
+
+H200 = cuda_total_bytes_from_nvidia_smi(143771)
+
+
+@pytest.mark.parametrize("repo", catalogue_ids())
+@pytest.mark.parametrize("version", ["0.11.0", "0.19.1", "0.20.0", "0.26.0", "0.27.1", "0.33.0"])
+def test_every_catalogued_model_budgets_consistently(repo, version):
+    entry = find_model(repo)
+    arch = entry.architecture()
+    tp = 8 if entry.total_params > 200e9 else 2
+    got = vllm_memory_budget(arch, version, H200, tp, weights=estimate_weights(arch, params=entry.params))
+    assert got["kv_cache_bytes"] == got["requested_bytes"] - got["weights_bytes"] - got["overhead_bytes"]
+    assert got["num_blocks"] == max(0, got["kv_cache_bytes"]) // got["layout"]["bytes_per_block"]
+    assert got["layout"]["blocks_per_request"] > 0 and got["block_size"] % 16 == 0
+    if arch.is_hybrid:
+        assert got["layout"]["page_bytes"] >= got["layout"]["gdn_state"]["page_bytes"]
+    length = got["max_model_len"]
+    if vllm_version(version).kv_tokens_from_concurrency:
+        assert got["kv_cache_tokens"] == int(got["max_concurrency"] * length)
+    else:
+        groups = len(got["layout"]["groups"])
+        assert got["kv_cache_tokens"] == got["num_blocks"] // groups * got["block_size"]
+    assert got["log_lines"][-1].endswith(f"{got['max_concurrency']:.2f}x")
