@@ -520,9 +520,10 @@ def driver_packages(
     flavour: str,
     ubuntu_server: bool = True,
 ) -> Dict[str, Any]:
-    """The apt packages of a driver: ``{"packages", "anchor", "fabricmanager", "utilities"}``.
+    """The apt packages of a driver: ``{"packages", "companions", "anchor", "fabricmanager"}``.
 
-    ``packages`` are installed at the driver version; ``anchor`` is the package whose archive versions
+    ``packages`` are installed at the driver version; ``companions`` at whatever version the source
+    has (their versions do not follow the driver's); ``anchor`` is the package whose archive versions
     decide the driver version (its kernel module package or meta-package); ``fabricmanager`` is
     None where the source has no Fabric Manager package.
     """
@@ -538,20 +539,25 @@ def driver_packages(
         if name == "ubuntu" and not unversioned:
             meta = f"{meta}-{br}"
         fabricmanager = "nvidia-fabricmanager" if int(br) >= 580 else f"nvidia-fabricmanager-{br}"
-        return {"packages": [meta], "anchor": meta, "fabricmanager": fabricmanager, "utilities": ["nvidia-smi"]}
+        return {"packages": [meta], "companions": [], "anchor": meta, "fabricmanager": fabricmanager}
     if name == "debian":
         module = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
-        # Compute only: no X server driver, GLX or Vulkan libraries.
-        packages = [module, "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "nvidia-modprobe"]
-        return {"packages": packages, "anchor": module, "fabricmanager": None, "utilities": ["nvidia-smi"]}
+        # Compute only: no X server driver, GLX or Vulkan libraries. nvidia-persistenced and
+        # nvidia-modprobe are packaged on their own release cycle (535.171.04 next to 535.309.01).
+        return {
+            "packages": [module, "nvidia-smi", "libcuda1", "libnvidia-ml1"],
+            "companions": ["nvidia-persistenced", "nvidia-modprobe"],
+            "anchor": module,
+            "fabricmanager": None,
+        }
     suffix = "-server" if ubuntu_server else ""
     open_suffix = "-open" if flavour == "open" else ""
     headless = f"nvidia-headless-{br}{suffix}{open_suffix}"
     return {
         "packages": [headless, f"nvidia-utils-{br}{suffix}"],
+        "companions": [],
         "anchor": headless,
         "fabricmanager": f"nvidia-fabricmanager-{br}",
-        "utilities": ["nvidia-smi"],
     }
 
 
@@ -630,9 +636,12 @@ def driver_plan(
         "minimum_driver_reasons": [],
         "cuda_version": None,
         "packages": [],
+        "companions": [],
         "anchor": None,
         "fabricmanager": None,
         "cuda_repo_dir": None,
+        "apt_pin_packages": APT_PIN_PACKAGES,
+        "unattended_blacklist": list(UNATTENDED_BLACKLIST),
         "errors": errors,
     }
     try:
@@ -721,6 +730,7 @@ def driver_plan(
     if plan["flavour"] is not None:
         selection = driver_packages(distribution, release, source, branch_text, plan["flavour"], ubuntu_server)
         plan["packages"] = selection["packages"]
+        plan["companions"] = selection["companions"]
         plan["anchor"] = selection["anchor"]
         plan["fabricmanager"] = selection["fabricmanager"]
     if source == "nvidia":

@@ -218,7 +218,7 @@ def test_grace_hopper_requires_open_modules():
             "distribution",
             "535",
             "proprietary",
-            ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced", "nvidia-modprobe"],
+            ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1"],
             "nvidia-kernel-dkms",
             None,
         ),
@@ -228,14 +228,7 @@ def test_grace_hopper_requires_open_modules():
             "distribution",
             "550",
             "open",
-            [
-                "nvidia-open-kernel-dkms",
-                "nvidia-smi",
-                "libcuda1",
-                "libnvidia-ml1",
-                "nvidia-persistenced",
-                "nvidia-modprobe",
-            ],
+            ["nvidia-open-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1"],
             "nvidia-open-kernel-dkms",
             None,
         ),
@@ -266,6 +259,12 @@ def test_driver_packages(distribution, release, source, branch, flavour, package
     assert selection["packages"] == packages
     assert selection["anchor"] == anchor
     assert selection["fabricmanager"] == fabricmanager
+
+
+def test_debian_companions_follow_their_own_versions():
+    selection = nd.driver_packages("Debian", "12", "distribution", "535", "proprietary")
+    assert selection["companions"] == ["nvidia-persistenced", "nvidia-modprobe"]
+    assert nd.driver_packages("Debian", "12", "nvidia", "580", "open")["companions"] == []
 
 
 def test_ubuntu_desktop_branch_packages_without_server_suffix():
