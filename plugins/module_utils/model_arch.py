@@ -36,9 +36,11 @@ Public API (names are stable; other module_utils and plugins import them):
     ``QUANT_SCHEMES``), ``bits``, ``group_size``, ``unquantized_modules`` (tuple of module name
     patterns left in the model dtype), ``module_schemes`` (tuple of ``(pattern, scheme)`` pairs for
     mixed-precision checkpoints, e.g. ModelOpt FP8 attention + NVFP4 experts), ``kv_cache_dtype``
-    (KV dtype the checkpoint ships scales for, e.g. ``fp8``, else ``None``), ``weight_block_size``.
-    ``QuantizationInfo.from_config(mapping, hf_quant_config=None)`` parses ``quantization_config``
-    (and NVIDIA ModelOpt's ``hf_quant_config.json`` when given).
+    (KV dtype the checkpoint ships scales for, e.g. ``fp8``, else ``None``), ``weight_block_size``,
+    ``resolves_auto_kv_cache_dtype`` (what vLLM >= 0.14 makes of ``--kv-cache-dtype auto``: ModelOpt
+    checkpoints with KV scales give ``fp8_e4m3``/``nvfp4``). ``QuantizationInfo.from_config(mapping)``
+    parses ``quantization_config`` or a ModelOpt ``hf_quant_config.json``; ``ModelArchitecture.from_config``
+    uses ``hf_quant_config`` only when config.json has no ``quantization_config``, as vLLM does.
 
 ``dtype_bytes(name) -> int`` bytes per element of a torch/vLLM dtype name (``bfloat16``, ``float32``,
     ``fp8``...).
@@ -151,18 +153,23 @@ class QuantizationInfo:
     kv_cache_dtype: Optional[str] = None
     weight_block_size: Optional[Tuple[int, int]] = None
 
+    @property
+    def resolves_auto_kv_cache_dtype(self) -> Optional[str]:
+        """What vLLM (>= 0.14) turns ``--kv-cache-dtype auto`` into for this checkpoint: ModelOpt checkpoints
+        with KV scales give ``fp8_e4m3`` or ``nvfp4`` (utils/torch_utils.py resolve_kv_cache_dtype_string)."""
+        if not self.method.startswith("modelopt") or self.kv_cache_dtype is None:
+            return None
+        return "fp8_e4m3" if self.kv_cache_dtype == "fp8" else self.kv_cache_dtype
+
     @classmethod
-    def from_config(cls, quant: Mapping, hf_quant_config: Optional[Mapping] = None) -> QuantizationInfo:
-        """Parse a ``quantization_config`` mapping (plus ModelOpt's hf_quant_config.json if given)."""
+    def from_config(cls, quant: Mapping) -> QuantizationInfo:
+        """Parse a ``quantization_config`` mapping, or ModelOpt's hf_quant_config.json (``quantization`` key)."""
         if not isinstance(quant, Mapping):
             raise ValueError(f"config.json key 'quantization_config' must be a mapping, got {quant!r}")
         quant = dict(quant)
-        if hf_quant_config is not None:
-            inner = hf_quant_config.get("quantization", hf_quant_config)
-            merged = dict(inner) if isinstance(inner, Mapping) else {}
-            merged.update(quant)
-            merged.setdefault("quant_method", "modelopt")
-            quant = merged
+        if isinstance(quant.get("quantization"), Mapping) and not quant.get("quant_method"):
+            # hf_quant_config.json of ModelOpt <= 0.29: {"producer": {...}, "quantization": {...}}
+            quant = {**quant["quantization"], "quant_method": "modelopt"}
         method = str(quant.get("quant_method") or quant.get("quant_algo") or "").lower().replace("-", "_")
         if not method:
             raise ValueError("config.json quantization_config has no 'quant_method'")
@@ -256,12 +263,15 @@ def _ct_group_scheme(weights: Mapping) -> Tuple[str, int, Optional[int]]:
 
 
 def _kv_scheme_dtype(kv: Any) -> Optional[str]:
+    """KV dtype a checkpoint ships scales for (vLLM utils/torch_utils.py get_kv_cache_quant_algo_string)."""
     if isinstance(kv, Mapping):
-        if str(kv.get("type", "float")).lower() == "float" and kv.get("num_bits") == 8:
+        if str(kv.get("type", "")).lower() != "float":
+            return None
+        if kv.get("num_bits") == 8 and kv.get("dynamic") is False:
             return "fp8"
-        return None
-    if isinstance(kv, str) and kv.upper().startswith("FP8"):
-        return "fp8"
+        return "nvfp4" if kv.get("num_bits") == 4 else None
+    if isinstance(kv, str) and kv.lower() in ("fp8", "nvfp4"):
+        return kv.lower()
     return None
 
 
@@ -503,9 +513,11 @@ class ModelArchitecture:
             shared = 1 if shared_size else 0
         dtype = str(_first(text, "dtype", "torch_dtype") or _first(top, "dtype", "torch_dtype") or "bfloat16")
         quant_raw = top.get("quantization_config") or text.get("quantization_config")
-        quantization = None
-        if quant_raw is not None or hf_quant_config is not None:
-            quantization = QuantizationInfo.from_config(quant_raw or {}, hf_quant_config)
+        if quant_raw is None:
+            # ModelOpt <= 0.29 keeps it in hf_quant_config.json, read only when config.json has none
+            # (vLLM transformers_utils/config.py)
+            quant_raw = hf_quant_config
+        quantization = QuantizationInfo.from_config(quant_raw) if quant_raw is not None else None
         tie = top.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
         vision = top.get("vision_config")
         vision = dict(vision) if isinstance(vision, Mapping) else {}

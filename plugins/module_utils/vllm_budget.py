@@ -182,7 +182,15 @@ def resolve_settings(
     defaults = batch_defaults(version, gpu_total_bytes, gpu_name, compute_capability)
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
-    kv_dtype = str(put("kv_cache_dtype", "auto"))
+    auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
+    if auto_kv and version.at_least(0, 14, 0):
+        kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
+    else:
+        kv_dtype = str(put("kv_cache_dtype", "auto"))
+    if kv_dtype == "auto" and auto_kv and version.at_least(0, 14, 0):
+        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
+        resolved["kv_cache_dtype"] = {"value": auto_kv, "source": "derived"}
+        kv_dtype = auto_kv
     if kv_dtype not in version.kv_cache_dtypes:
         raise ValueError(
             f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "

@@ -93,19 +93,25 @@ def test_llama3_rope_does_not_multiply_the_limit():
     assert a.layer_types == (LAYER_FULL,) * 32
 
 
-def test_modelopt_mixed_precision_with_hf_quant_config():
+def test_modelopt_mixed_precision_and_hf_quant_config():
     cfg = config("nvidia--Qwen3.6-35B-A3B-NVFP4")
     hf_quant = json.loads((CONFIGS / "nvidia--Qwen3.6-35B-A3B-NVFP4_hf_quant_config.json").read_text())
-    a = ModelArchitecture.from_config(cfg, hf_quant)
-    q = a.quantization
-    assert q.method == "modelopt" and q.scheme == "mixed" and q.kv_cache_dtype == "fp8"
+    q = ModelArchitecture.from_config(cfg, hf_quant).quantization
+    assert q.method == "modelopt" and q.scheme == "mixed"
     schemes = dict(q.module_schemes)
     assert schemes["model.language_model.layers.0.mlp.experts"] == "nvfp4"
     assert schemes["model.language_model.layers.3.self_attn.q_proj"] == "fp8"
     assert schemes["lm_head"] == "nvfp4"
     assert "mtp*" in q.unquantized_modules
-    # without hf_quant_config.json the kv_cache_scheme is not in this config.json
-    assert ModelArchitecture.from_config(cfg).quantization.kv_cache_dtype is None
+    # vLLM reads hf_quant_config.json only when config.json has no quantization_config: this config.json
+    # carries no KV scheme, so "auto" stays the model dtype
+    assert q.kv_cache_dtype is None and q.resolves_auto_kv_cache_dtype is None
+    bare = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    q = ModelArchitecture.from_config(bare, hf_quant).quantization
+    assert (q.method, q.kv_cache_dtype, q.resolves_auto_kv_cache_dtype) == ("modelopt", "fp8", "fp8_e4m3")
+    # the 27B checkpoint states its FP8 KV scheme in config.json itself
+    q = arch("nvidia--Qwen3.6-27B-NVFP4").quantization
+    assert q.resolves_auto_kv_cache_dtype == "fp8_e4m3"
 
 
 @pytest.mark.parametrize(
@@ -158,7 +164,7 @@ def test_compressed_tensors_kv_scheme_and_ignore():
         {
             "quant_method": "compressed-tensors",
             "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
-            "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+            "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False},
             "ignore": ["lm_head", "re:.*mlp.gate$"],
         }
     )

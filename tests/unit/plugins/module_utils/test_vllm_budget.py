@@ -7,11 +7,13 @@ published wheels 0.17.1 ... 0.33.0), summarised with the same section names in d
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import pathlib
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import catalogue_ids, find_model
 from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
 from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
@@ -39,6 +41,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import 
     vllm_version,
 )
 
+CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "model_configs"
 QWEN36_35B = find_model("Qwen/Qwen3.6-35B-A3B").architecture()
 QWEN36_27B = find_model("Qwen/Qwen3.6-27B").architecture()
 QWEN3_NEXT = find_model("Qwen/Qwen3-Next-80B-A3B-Instruct").architecture()
@@ -141,6 +144,18 @@ def test_gdn_state_of_qwen36():
     assert gdn_state_bytes(QWEN36_35B, 1, 1, mamba_ssm_cache_dtype="float32")["conv_bytes"] == 65_536
     with pytest.raises(ValueError, match="10240 is not divisible by 3"):
         gdn_state_bytes(QWEN36_27B, 3)
+
+
+def test_modelopt_kv_scales_turn_auto_into_fp8_from_014():
+    # utils/torch_utils.py resolve_kv_cache_dtype_string (0.14.0+): ModelOpt KV scheme -> fp8_e4m3
+    cfg = json.loads((CONFIGS / "nvidia--Qwen3.6-27B-NVFP4_config.json").read_text(encoding="utf-8"))
+    arch = ModelArchitecture.from_config(cfg)
+    new = resolve_settings(arch, vllm_version("0.26.0"), RTX5090)
+    assert new["kv_cache_dtype"] == {"value": "fp8_e4m3", "source": "derived"}
+    explicit_auto = resolve_settings(arch, vllm_version("0.26.0"), RTX5090, {"kv_cache_dtype": "auto"})
+    assert explicit_auto["kv_cache_dtype"]["value"] == "fp8_e4m3"
+    assert resolve_settings(arch, vllm_version("0.13.0"), RTX5090)["kv_cache_dtype"]["value"] == "auto"
+    assert layout(arch, "0.26.0", max_model_len=32768)["block_size"] == 1568  # the fp8 block of the 27B
 
 
 def test_ssm_dtype_follows_the_checkpoint_only_for_qwen35():
