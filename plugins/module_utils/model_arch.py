@@ -607,11 +607,11 @@ class ModelArchitecture:
 
     @property
     def derived_max_model_len(self) -> int:
-        """Longest max_model_len vLLM accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN.
+        """Longest max_model_len vLLM (< 0.30) accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN.
 
         vLLM config/model.py ``_get_and_verify_max_len``: rope scaling multiplies the limit by its
         factor except for su/longrope/llama3 (and Gemma 3); yarn multiplies
-        original_max_position_embeddings.
+        original_max_position_embeddings. vllm_budget.derived_max_model_len applies 0.30's yarn change.
         """
         limit = self.max_position_embeddings
         if (

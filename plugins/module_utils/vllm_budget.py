@@ -39,6 +39,8 @@ Public API:
     configuration (``Desired ... R GiB`` - ``Model loading took`` - ``Available KV cache memory``); it replaces
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
     0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side).
+``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
+    scaling rules changed for yarn in 0.30).
 ``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
 ``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
@@ -138,6 +140,18 @@ def _tp_bucket(table: Mapping, tp: int) -> float:
     return table[max(table)]
 
 
+def derived_max_model_len(arch: ModelArchitecture, version: VllmVersion) -> int:
+    """Longest max_model_len the release accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN.
+
+    config/model.py _get_and_verify_max_len: rope scaling multiplies max_position_embeddings by its factor,
+    except su/longrope/llama3 and Gemma 3. Before 0.30 yarn multiplies original_max_position_embeddings;
+    from 0.30 yarn leaves max_position_embeddings as it is (taken as already scaled).
+    """
+    if arch.rope_type == "yarn" and version.at_least(0, 30, 0):
+        return arch.max_position_embeddings
+    return arch.derived_max_model_len
+
+
 def _era(version: VllmVersion) -> str:
     return "consumed" if version.consumed_memory_profiler else "profile"
 
@@ -198,7 +212,7 @@ def resolve_settings(
         )
     max_len = _setting(given, "max_model_len")
     if max_len is None:
-        resolved["max_model_len"] = {"value": arch.derived_max_model_len, "source": "default"}
+        resolved["max_model_len"] = {"value": derived_max_model_len(arch, version), "source": "default"}
     elif max_len in (-1, "-1", "auto"):
         resolved["max_model_len"] = {"value": "auto", "source": "inventory"}
     else:
@@ -644,7 +658,7 @@ def _version(value: Any) -> VllmVersion:
 
 def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, **hw):
     """config/model.py _auto_fit_max_model_len: the longest length whose request fits (one block reserved)."""
-    low, high, best = 1, arch.derived_max_model_len, 0
+    low, high, best = 1, derived_max_model_len(arch, version), 0
     while low <= high:
         mid = (low + high) // 2
         layout = kv_cache_layout(arch, version, values, tp, max_model_len=mid, **hw)
@@ -707,8 +721,9 @@ def vllm_memory_budget(
     kv_source = "kv_cache_memory_bytes" if pinned is not None else "profiled"
     findings: List[Dict[str, str]] = []
     probe = dict(values)
+    limit = derived_max_model_len(arch, version)
     if probe["max_model_len"] == "auto":
-        probe["max_model_len"] = arch.derived_max_model_len
+        probe["max_model_len"] = limit
     stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
     kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
     if values["max_model_len"] == "auto":
@@ -718,10 +733,10 @@ def vllm_memory_budget(
         stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
         kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
     max_len = int(values["max_model_len"])
-    if max_len > arch.derived_max_model_len:
+    if max_len > limit:
         message = (
             f"User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
-            f"(max_position_embeddings={arch.derived_max_model_len} in model's config.json). To allow "
+            f"(max_position_embeddings={limit} in model's config.json). To allow "
             "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
         )
         findings.append(_finding("error", "vllm_max_model_len_too_long", message))

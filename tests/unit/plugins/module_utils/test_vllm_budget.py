@@ -22,6 +22,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
     _pp_partition,
     attention_bytes_per_token,
     cuda_total_bytes_from_nvidia_smi,
+    derived_max_model_len,
     format_capacity_log,
     format_gib,
     gdn_state_bytes,
@@ -156,6 +157,18 @@ def test_modelopt_kv_scales_turn_auto_into_fp8_from_014():
     assert explicit_auto["kv_cache_dtype"]["value"] == "fp8_e4m3"
     assert resolve_settings(arch, vllm_version("0.13.0"), RTX5090)["kv_cache_dtype"]["value"] == "auto"
     assert layout(arch, "0.26.0", max_model_len=32768)["block_size"] == 1568  # the fp8 block of the 27B
+
+
+def test_yarn_limit_changed_in_030():
+    # config/model.py _get_and_verify_max_len: before 0.30 yarn multiplies original_max_position_embeddings,
+    # from 0.30 max_position_embeddings is taken as already scaled
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    arch = ModelArchitecture.from_config({**find_model("Qwen/Qwen3-32B").config, "rope_scaling": yarn})
+    assert derived_max_model_len(arch, vllm_version("0.29.0")) == 131072
+    assert derived_max_model_len(arch, vllm_version("0.30.0")) == 40960
+    got = vllm_memory_budget(arch, "0.30.0", H100, 2, settings={"max_model_len": 131072})
+    assert "vllm_max_model_len_too_long" in {f["id"] for f in got["findings"]}
+    assert resolve_settings(arch, vllm_version("0.29.0"), H100)["max_model_len"]["value"] == 131072
 
 
 def test_ssm_dtype_follows_the_checkpoint_only_for_qwen35():
