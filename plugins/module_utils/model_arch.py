@@ -262,13 +262,15 @@ def _ct_group_scheme(weights: Mapping) -> Tuple[str, int, Optional[int]]:
     return (f"int{bits}"), bits, group
 
 
-def _kv_scheme_dtype(kv: Any) -> Optional[str]:
-    """KV dtype a checkpoint ships scales for (vLLM utils/torch_utils.py get_kv_cache_quant_algo_string)."""
+def _kv_scheme_dtype(kv: Any, modelopt: bool = False) -> Optional[str]:
+    """KV dtype a checkpoint ships scales for. For ModelOpt it follows vLLM's
+    utils/torch_utils.py get_kv_cache_quant_algo_string, which needs ``dynamic: false`` for FP8."""
     if isinstance(kv, Mapping):
         if str(kv.get("type", "")).lower() != "float":
             return None
-        if kv.get("num_bits") == 8 and kv.get("dynamic") is False:
-            return "fp8"
+        if kv.get("num_bits") == 8:
+            static = kv.get("dynamic") is False if modelopt else kv.get("dynamic") is not True
+            return "fp8" if static else None
         return "nvfp4" if kv.get("num_bits") == 4 else None
     if isinstance(kv, str) and kv.lower() in ("fp8", "nvfp4"):
         return kv.lower()
@@ -328,7 +330,7 @@ def _modelopt_scheme(algo: Any) -> str:
 
 
 def _parse_modelopt(cls, method, quant, unquantized):
-    kv = _kv_scheme_dtype(quant.get("kv_cache_scheme") or quant.get("kv_cache_quant_algo"))
+    kv = _kv_scheme_dtype(quant.get("kv_cache_scheme") or quant.get("kv_cache_quant_algo"), modelopt=True)
     algo = str(quant.get("quant_algo") or "").upper()
     if algo and algo != "MIXED_PRECISION":
         scheme = _modelopt_scheme(algo)

@@ -164,11 +164,14 @@ def test_compressed_tensors_kv_scheme_and_ignore():
         {
             "quant_method": "compressed-tensors",
             "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
-            "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False},
+            "kv_cache_scheme": {"num_bits": 8, "type": "float"},
             "ignore": ["lm_head", "re:.*mlp.gate$"],
         }
     )
     assert q.kv_cache_dtype == "fp8" and q.unquantized_modules == ("lm_head", "re:.*mlp.gate$")
+    assert q.resolves_auto_kv_cache_dtype is None  # only ModelOpt checkpoints change what "auto" means
+    dynamic = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_scheme": {"num_bits": 8, "type": "float"}}
+    assert QuantizationInfo.from_config(dynamic).kv_cache_dtype is None  # vLLM needs "dynamic": false
 
 
 def test_missing_key_names_it_and_the_nesting():
