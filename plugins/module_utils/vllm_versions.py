@@ -15,6 +15,8 @@ Public API:
 ``batch_defaults(version, gpu_total_bytes, gpu_name="", compute_capability=None) -> dict``:
     ``max_num_batched_tokens`` and ``max_num_seqs`` that ``vllm serve`` picks for the GPU class
     (engine/arg_utils.py get_batch_defaults).
+``first_release_with(architecture) -> tuple | None``: the first release that implements a catalogued
+    architecture (read from model_executor/models in the wheels); ``None`` when not recorded.
 ``uses_model_runner_v2(version, architecture, is_moe, is_hybrid, is_quantized) -> bool``: whether the
     release runs the model on the V2 GPU model runner by default (config/vllm.py use_v2_model_runner);
     its profiling sampler skips top-k/top-p, so the warm-up peak is much smaller.
@@ -207,3 +209,18 @@ def uses_model_runner_v2(
     if number < (0, 27, 0):
         return not is_hybrid and (in_list or not is_moe)
     return in_list or (not is_hybrid and not is_moe)
+
+
+# model_executor/models/ in the wheels: first release implementing each catalogued architecture
+# (everything else catalogued is in 0.10.0 already).
+_FIRST_RELEASE = {
+    "Qwen3NextForCausalLM": (0, 10, 2),
+    "Qwen3_5ForConditionalGeneration": (0, 17, 0),
+    "Qwen3_5MoeForConditionalGeneration": (0, 17, 0),
+    "Qwen3_5ForCausalLM": (0, 17, 0),
+    "Qwen3_5MoeForCausalLM": (0, 17, 0),
+}
+
+
+def first_release_with(architecture: str) -> Optional[Tuple[int, ...]]:
+    return _FIRST_RELEASE.get(architecture)
