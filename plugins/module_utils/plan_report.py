@@ -115,7 +115,7 @@ def render_table(plans: Sequence[Mapping[str, Any]]) -> List[str]:
 
 
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return lines
 

