@@ -67,16 +67,14 @@ class Setting:
     """One engine setting read from ``<engine>_<name>``.
 
     kind: int, float, bool, str, map, list, int_or_auto (vLLM max_model_len: "auto" = -1),
-    bytes (vLLM human-readable byte count). flag: the engine's CLI flag (vLLM) or environment
-    variable (Ollama), None when the setting is not rendered there. since/until: first version
-    that has the flag, first version that no longer has it. negatable: vLLM BooleanOptionalAction
-    (``--no-<flag>`` turns it off).
+    bytes (vLLM human-readable byte count). flag: the `vllm serve` flag (None for Ollama settings,
+    whose environment ollama_render writes). until: first version that no longer has the flag.
+    negatable: vLLM BooleanOptionalAction (``--no-<flag>`` turns it off).
     """
 
     name: str
     kind: str
     flag: Optional[str] = None
-    since: Optional[str] = None
     until: Optional[str] = None
     negatable: bool = False
     choices: Tuple[str, ...] = ()
@@ -148,7 +146,7 @@ OLLAMA_SETTINGS: Tuple[Setting, ...] = (
 # Inputs beside the engine settings: layout requests and pass-through values.
 _EXTRA_VARS = {
     "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment"),
-    "ollama": ("ollama_gpus", "ollama_host", "ollama_environment_extra"),
+    "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
 ENVIRONMENT_VAR = {"vllm": "vllm_environment", "ollama": "ollama_environment_extra"}
@@ -162,10 +160,7 @@ def version_tuple(version: str) -> Tuple[int, ...]:
 
 def setting_available(setting: Setting, version: str) -> bool:
     """Whether the pinned engine version has the setting's flag."""
-    pinned = version_tuple(version)
-    if setting.since and pinned < version_tuple(setting.since):
-        return False
-    return not (setting.until and pinned >= version_tuple(setting.until))
+    return not (setting.until and version_tuple(version) >= version_tuple(setting.until))
 
 
 def input_names(engine: Optional[str] = None) -> List[str]:
@@ -191,7 +186,7 @@ class HostInputs:
     gpus: Optional[List[int]] = None
     extra_args: List[str] = field(default_factory=list)
     environment: Dict[str, str] = field(default_factory=dict)
-    listen: Optional[str] = None  # ollama_host (vLLM's --host/--port are settings)
+    listen: Optional[str] = None  # OLLAMA_HOST from ollama_host/ollama_port (vLLM's belong to the vllm role)
 
 
 def _is_unset(value: Any) -> bool:
@@ -387,8 +382,10 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         if coerced is None:
             continue
         if _VERSION_RE.match(version) and not setting_available(setting, version):
-            bound = f"from {setting.since}" if setting.since else f"up to {setting.until} (excluded)"
-            errors.append(f"{var}: {setting.flag} exists only {bound}; {engine} {version} does not accept it")
+            errors.append(
+                f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
+                "accept it"
+            )
             continue
         settings[setting.name] = coerced
 
@@ -411,9 +408,17 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
     for name, value in settings.items():
         if isinstance(value, (dict, list, str)) and _SECRET_VALUE_RE.search(json.dumps(value)):
             errors.append(f"{engine}_{name} holds a credential; give it through the engine role's secret variables")
-    listen = variables.get("ollama_host") if engine == "ollama" else None
-    if not _is_unset(listen) and not isinstance(listen, str):
-        errors.append(f"ollama_host must be a string such as 127.0.0.1:11434, got {listen!r}")
+    listen = None
+    if engine == "ollama":
+        address, port = variables.get("ollama_host"), variables.get("ollama_port")
+        if not _is_unset(address) and not isinstance(address, str):
+            errors.append(f"ollama_host must be an address such as 127.0.0.1, got {address!r}")
+        number = None if _is_unset(port) else _number(port, "int")
+        if not _is_unset(port) and (number is None or not 0 < number < 65536):
+            errors.append(f"ollama_port must be a TCP port such as 11434, got {port!r}")
+        elif not (_is_unset(address) and _is_unset(port)):
+            # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
+            listen = f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
     if errors:
         raise PlanInputError(errors)
     return HostInputs(
@@ -424,7 +429,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         gpus=gpu_list,
         extra_args=extra_args,
         environment=environment,
-        listen=None if _is_unset(listen) else str(listen),
+        listen=listen,
     )
 
 

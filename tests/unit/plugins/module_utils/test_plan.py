@@ -562,3 +562,11 @@ def test_a_host_without_driver_is_told_how_to_get_gpu_memory():
     }
     with pytest.raises(PlanInputError, match="memory is unknown until the NVIDIA driver is loaded"):
         build_plan(ollama_vars(), gathered)
+
+
+def test_ollama_listen_address_follows_the_role_variables():
+    plan = build_plan(ollama_vars(ollama_host="0.0.0.0"), one_3090())
+    assert plan["environment"]["OLLAMA_HOST"] == "0.0.0.0:11434"
+    plan = build_plan(ollama_vars(ollama_port=11500), one_3090())
+    assert plan["environment"]["OLLAMA_HOST"] == "127.0.0.1:11500"
+    assert input_errors(ollama_vars(ollama_port="http")) == ["ollama_port must be a TCP port such as 11434, got 'http'"]
