@@ -1060,6 +1060,11 @@ def _vllm_settings(
             entry = budget_settings[name]
             source = entry["source"] if entry["source"] in ("inventory", "default", "chosen") else "default"
             reason = _SOURCE_REASON.get(entry["source"], f"vLLM {inputs.engine_version} default")
+            if name == "block_size" and figures["block_size"] != entry["value"]:
+                reason += (
+                    f"; vLLM raises the attention block to {figures['block_size']} tokens so that one page holds "
+                    "a sequence's Mamba/GDN state (memory.block_size)"
+                )
             result[name] = resolved(entry["value"], source, reason)
     return result
 
