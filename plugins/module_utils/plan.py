@@ -934,7 +934,7 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
                 gpus=[by_index[i] for i in allowed if i in by_index],
                 inventory=requested,
                 repo=inputs.model["repo"],
-                budget=lambda settings: _figures(budget(settings, tp, pp)),
+                budget=lambda settings: budget(settings, tp, pp),
             )
             values = {name: entry["value"] for name, entry in chosen.items()}
             values.update({k: v for k, v in requested.items() if k not in values})
@@ -977,7 +977,7 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
             repo=inputs.model["repo"],
             model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
             layout=layout,
-            budget=_figures(figures),
+            budget=figures,
             env=environment,
             driver=_driver(gear.driver),
         )
