@@ -28,7 +28,7 @@ description:
   - Before anything is transferred, the free space of the cache filesystem is compared with the size of the
     files still missing plus O(reserve_bytes).
 author:
-  - inferops.llm maintainers
+  - inferops.llm maintainers (@inferops)
 options:
   repo:
     description: Model repository id, C(org/name).

@@ -19,7 +19,7 @@ description:
     given. Serve O(mirror_root) with any static web server (nginx, for example; it follows symbolic links by default).
   - Every file is read once to compute its sha256 and git blob id.
 author:
-  - inferops.llm maintainers
+  - inferops.llm maintainers (@inferops)
 options:
   src:
     description: Directory holding the model files of one commit.
