@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Write a tiny model repository at several commits: <root>/<commit>/<files>.
 
 config.json differs between commits A and B while model.safetensors (a valid safetensors file: 8-byte

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.server
 import json
@@ -57,8 +58,7 @@ def mirror(tmp_path):
             if name:
                 (root / REPO / "manifests").mkdir(exist_ok=True)
                 (root / REPO / "manifests" / f"{name}.json").write_text(manifest.to_json())
-    handler = lambda *a, **kw: MirrorHandler(*a, directory=str(root), **kw)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(MirrorHandler, directory=str(root)))
     server.requests = []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
