@@ -168,6 +168,8 @@ def ollama_modelfile(
     for name in sorted(parameters):
         values = parameters[name]
         for value in values if isinstance(values, list) else [values]:
+            if PARAMETER_TYPES.get(name) is str:
+                value = '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
             lines.append(f"PARAMETER {name} {value}")
     if template:
         lines.append(f"TEMPLATE {_quote_block(template)}")
@@ -185,7 +187,7 @@ def parse_show_parameters(text: str) -> Dict[str, ParameterValue]:
         name, _, value = line.strip().partition(" ")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = value[1:-1]
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
         if name in parsed:
             previous = parsed[name]
             parsed[name] = (previous if isinstance(previous, list) else [previous]) + [value]
@@ -194,13 +196,16 @@ def parse_show_parameters(text: str) -> Dict[str, ParameterValue]:
     return parsed
 
 
-def _normal(name: str, value: ParameterValue) -> ParameterValue:
-    if isinstance(value, list):
-        return sorted(_normal(name, v) for v in value)  # type: ignore[misc]
-    try:
-        return _parameter_text(name, value)
-    except (OllamaRenderError, ValueError):
-        return str(value)
+def _normal(name: str, value: ParameterValue) -> List[str]:
+    """Comparable form: a sorted list of canonical texts (stop words repeat, the rest are single)."""
+    values = value if isinstance(value, list) else [value]
+    out = []
+    for item in values:
+        try:
+            out.append(_parameter_text(name, item))
+        except (OllamaRenderError, ValueError):
+            out.append(str(item))
+    return sorted(out)
 
 
 def model_drift(
