@@ -28,6 +28,10 @@ Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "pe
 "free_gib"}``; ``checks`` is a list of ``{"id", "severity", "message"}``. Invalid input raises
 ``OllamaBudgetError`` naming the inventory variable.
 
+``coresidency_checks(ollama_result, vllm_reserved_bytes, gpu_total_bytes) -> list``: the
+``ollama_vllm_not_coresident`` warning per GPU where vLLM's reservation plus the Ollama model
+exceed the card (Ollama on standby beside vLLM, seed deployment 1).
+
 What each Ollama version does (traced to ollama/ollama; see docs/ollama.md):
 
 * < 0.9.7: unsupported here (OLLAMA_NUM_PARALLEL defaulted to 4 or 1 by free memory).
@@ -831,3 +835,33 @@ def ollama_budget(
         "ollama_predicted_bytes": predicted,
         "checks": checks,
     }
+
+
+def coresidency_checks(
+    ollama: Mapping[str, Any], vllm_reserved_bytes: Mapping[int, int], gpu_total_bytes: Mapping[int, int]
+) -> List[Dict[str, str]]:
+    """Whether an Ollama model (an ``ollama_budget()`` result) and vLLM fit the same GPUs at once.
+
+    ``vllm_reserved_bytes``: per GPU index, what vLLM holds (gpu_memory_utilization x total, or
+    its measured usage); ``gpu_total_bytes``: per GPU index, its memory. One warning per GPU where
+    the sum exceeds the card: Ollama would fail to load (or evict nothing it can), while vLLM runs.
+    """
+    checks: List[Dict[str, str]] = []
+    for gpu in ollama.get("per_gpu") or ():
+        index = int(gpu["index"])
+        if index not in vllm_reserved_bytes:
+            continue
+        total = int(gpu_total_bytes.get(index, gpu.get("total_bytes", 0)))
+        vllm = int(vllm_reserved_bytes[index])
+        needed = int(gpu["used_bytes"])
+        if vllm + needed > total:
+            _check(
+                checks,
+                "ollama_vllm_not_coresident",
+                "warning",
+                f"GPU {index}: vLLM holds {vllm / GIB:.2f} GiB and the Ollama model needs {needed / GIB:.2f} GiB of "
+                f"{total / GIB:.2f} GiB, so both cannot be resident at once; give Ollama other GPUs (ollama_gpus), "
+                f"lower vllm_gpu_memory_utilization to {max(0.0, (total - needed) / total):.2f} or less, or stop one "
+                "engine before using the other",
+            )
+    return checks

@@ -291,3 +291,17 @@ def test_gguf_reader_refuses_other_files(tmp_path):
     truncated.write_bytes(b"GGUF\x03\x00\x00\x00\x01")
     with pytest.raises(ob.OllamaBudgetError, match="ends inside its header"):
         ob.read_gguf(str(truncated))
+
+
+def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):
+    # Seed deployment 1: vLLM at gpu_memory_utilization 0.9 on two 16 GiB cards, Ollama on standby.
+    gpus = [{"index": 0, "memory_total_mib": 16384}, {"index": 1, "memory_total_mib": 16384}]
+    budget = ob.ollama_budget("0.32.9", qwen35_moe, gpus, weights_bytes=4 * GIB, context_length=8192, sched_spread=True)
+    totals = {0: 16 * GIB, 1: 16 * GIB}
+    vllm = {0: int(0.9 * 16 * GIB), 1: int(0.9 * 16 * GIB)}
+    checks = ob.coresidency_checks(budget, vllm, totals)
+    assert [c["id"] for c in checks] == ["ollama_vllm_not_coresident"] * 2
+    assert "vllm_gpu_memory_utilization" in checks[0]["message"]
+    # GPUs that vLLM does not use, or room for both, give no finding
+    assert ob.coresidency_checks(budget, {2: 10 * GIB}, totals) == []
+    assert ob.coresidency_checks(budget, {0: GIB, 1: GIB}, totals) == []
