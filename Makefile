@@ -108,6 +108,10 @@ clean: ## remove build outputs (keeps .venv and the Docker images)
 plan: venv ## plan the example inventory (no root, GPU or network): reports in plans/, table printed
 	ansible-playbook -i inventories/example playbooks/plan.yml
 
+.PHONY: accuracy
+accuracy: venv ## regenerate docs/accuracy.md: predicted vs logged vLLM startup figures
+	PYTHONPATH=$(COLLECTIONS) python tests/accuracy/generate.py
+
 .PHONY: benchmark
 benchmark: venv ## plan 200 declared hosts and report the wall time and cost per host (not a test)
 	python tests/benchmark/plan_hosts.py --hosts 200 | tee $(BUILD)/benchmark-report.md
