@@ -51,7 +51,19 @@ _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|
 # Values that look like credentials wherever they appear (Hugging Face, OpenAI-style keys).
 _SECRET_VALUE_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{20,}")
 _SECRET_FLAGS = ("--api-key", "--hf-token")
-_MODEL_KEYS = ("repo", "revision", "config", "config_file", "base_model", "file", "weights_bytes", "quantization")
+# allow_patterns / ignore_patterns are read by the model_download role, not by the plan.
+_MODEL_KEYS = (
+    "repo",
+    "revision",
+    "config",
+    "config_file",
+    "base_model",
+    "file",
+    "weights_bytes",
+    "quantization",
+    "allow_patterns",
+    "ignore_patterns",
+)
 
 
 class PlanInputError(ValueError):

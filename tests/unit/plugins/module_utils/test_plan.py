@@ -570,3 +570,10 @@ def test_ollama_listen_address_follows_the_role_variables():
     plan = build_plan(ollama_vars(ollama_port=11500), one_3090())
     assert plan["environment"]["OLLAMA_HOST"] == "127.0.0.1:11500"
     assert input_errors(ollama_vars(ollama_port="http")) == ["ollama_port must be a TCP port such as 11434, got 'http'"]
+
+
+def test_download_patterns_are_accepted_in_the_model_description():
+    # model_download reads allow_patterns / ignore_patterns from the same inferops_model mapping.
+    model = {"repo": "Qwen/Qwen3-8B", "revision": "main", "allow_patterns": ["*.json"], "ignore_patterns": ["*.pth"]}
+    errors = input_errors({"inferops_engine": "vllm", "vllm_version": "0.33.0", "inferops_model": model})
+    assert not any("unknown keys" in error for error in errors)
