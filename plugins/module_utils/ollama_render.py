@@ -97,6 +97,8 @@ def ollama_environment(settings: Mapping[str, Any], options: Mapping[str, Any]) 
     if gpus is not None:
         if isinstance(gpus, str) or not isinstance(gpus, Sequence):
             raise OllamaRenderError(f"ollama_gpus must be a list of GPU indices or UUIDs, got {gpus!r}")
+        # indices as nvidia-smi numbers them (CUDA's own default order is fastest first)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     for name, value in dict(options.get("extra_environment") or {}).items():
         if not re.match(r"^[A-Z_][A-Z0-9_]*$", str(name)):

@@ -35,8 +35,8 @@ def test_modelfile_from_read_only_mappings():
 
 def test_environment_and_systemd_lines():
     env = FILTERS["ollama_environment"]({}, {"host": "0.0.0.0:11434", "gpus": (1,)})
-    assert env == {"OLLAMA_HOST": "0.0.0.0:11434", "CUDA_VISIBLE_DEVICES": "1"}
-    assert FILTERS["ollama_systemd_environment"](env) == ['"OLLAMA_HOST=0.0.0.0:11434"', '"CUDA_VISIBLE_DEVICES=1"']
+    assert env == {"OLLAMA_HOST": "0.0.0.0:11434", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
+    assert FILTERS["ollama_systemd_environment"](env)[-1] == '"CUDA_VISIBLE_DEVICES=1"'
 
 
 def test_errors_become_filter_errors():

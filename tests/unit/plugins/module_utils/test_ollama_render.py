@@ -83,6 +83,7 @@ def test_environment_of_seed_deployment_3():
         "OLLAMA_NUM_PARALLEL": "1",
         "OLLAMA_KV_CACHE_TYPE": "f16",
         "OLLAMA_FLASH_ATTENTION": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "CUDA_VISIBLE_DEVICES": "0",
     }
 
@@ -109,6 +110,7 @@ def test_environment_options_win_over_the_plan_and_unset_stays_unset():
         "OLLAMA_MAX_LOADED_MODELS": "1",
         "OLLAMA_SCHED_SPREAD": "1",
         "OLLAMA_GPU_OVERHEAD": "536870912",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "CUDA_VISIBLE_DEVICES": "2,3",
         "OLLAMA_DEBUG": "1",
     }
