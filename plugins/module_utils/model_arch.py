@@ -292,7 +292,7 @@ def _parse_compressed_tensors(cls, method, quant, unquantized):
     kv = _kv_scheme_dtype(quant.get("kv_cache_scheme"))
     distinct = {s[1] for s in schemes}
     if len(distinct) == 1:
-        _, scheme, bits, group_size = schemes[0]
+        _target, scheme, bits, group_size = schemes[0]
         return cls(
             method=method,
             scheme=scheme,
@@ -305,7 +305,7 @@ def _parse_compressed_tensors(cls, method, quant, unquantized):
         method=method,
         scheme="mixed",
         unquantized_modules=unquantized,
-        module_schemes=tuple((t, s) for t, s, _, _ in schemes),
+        module_schemes=tuple((t, s) for t, s, _bits, _group in schemes),
         kv_cache_dtype=kv,
     )
 

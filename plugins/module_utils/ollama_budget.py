@@ -189,7 +189,7 @@ def flash_attention_supported(gpus: Sequence[Mapping[str, Any]]) -> bool:
         cc = str(gpu.get("compute_capability") or "")
         if not cc:
             continue
-        major, _, minor = cc.partition(".")
+        major, _dot, minor = cc.partition(".")
         value = (int(major), int(minor or 0))
         if value < (6, 0) or value == (7, 2):
             return False
@@ -342,10 +342,10 @@ class _GgufReader:
         if kind == _GGUF_ARRAY:
             item_kind, count = self.unpack("<I"), self.unpack("<Q")
             if item_kind == _GGUF_STRING:
-                for _ in range(count):  # vocabularies: only their length matters here
+                for _item in range(count):  # vocabularies: only their length matters here
                     self.handle.seek(self.unpack("<Q"), 1)
                 return {"array_of": "string", "length": count}
-            return [self.value(item_kind) for _ in range(count)]
+            return [self.value(item_kind) for _item in range(count)]
         raise OllamaBudgetError(f"GGUF metadata value type {kind} is unknown")
 
 
@@ -361,13 +361,13 @@ def read_gguf(path: str) -> Dict[str, Any]:
             raise OllamaBudgetError(f"{path}: GGUF version {version} is not supported (2 or 3 are)")
         tensor_count, kv_count = reader.unpack("<Q"), reader.unpack("<Q")
         metadata = {}
-        for _ in range(kv_count):
+        for _entry in range(kv_count):
             key = reader.string()
             metadata[key] = reader.value(reader.unpack("<I"))
         tensors = []
-        for _ in range(tensor_count):
+        for _tensor in range(tensor_count):
             name = reader.string()
-            dims = [reader.unpack("<Q") for _ in range(reader.unpack("<I"))]
+            dims = [reader.unpack("<Q") for _dim in range(reader.unpack("<I"))]
             ggml_type = reader.unpack("<I")
             reader.unpack("<Q")  # offset in the data section
             block, block_bytes = GGML_TYPE_SIZES.get(ggml_type, (1, 0))

@@ -186,7 +186,7 @@ def parse_show_parameters(text: str) -> Dict[str, ParameterValue]:
     for line in (text or "").splitlines():
         if not line.strip():
             continue
-        name, _, value = line.strip().partition(" ")
+        name, _space, value = line.strip().partition(" ")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] == '"':
             value = re.sub(r"\\(.)", r"\1", value[1:-1])

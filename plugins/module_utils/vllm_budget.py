@@ -331,11 +331,11 @@ def _gdn_prefill_checkpoint_active(
     128 and CUDA runtime >= 13. Unknown hardware counts as active (larger block, one more block: safe side)."""
     if compute_capability is None:
         return True
-    major = int(str(compute_capability).split(".")[0])
+    major = int(str(compute_capability).split(".", maxsplit=1)[0])
     if major == 9:
         return True
     if major in (10, 12):
-        runtime_ok = cuda_runtime is None or int(str(cuda_runtime).split(".")[0]) >= 13
+        runtime_ok = cuda_runtime is None or int(str(cuda_runtime).split(".", maxsplit=1)[0]) >= 13
         return arch.linear_key_head_dim == 128 and runtime_ok
     return False
 
@@ -416,7 +416,7 @@ def kv_cache_layout(
             per_group = _cdiv(tokens, block_size) + 1
         else:
             per_group = _cdiv(length, block_size)
-        for _ in range(_cdiv(counts[kind], group_size)):
+        for _group in range(_cdiv(counts[kind], group_size)):
             groups.append({"kind": kind, "layers": group_size, "blocks_per_request": per_group})
             blocks_per_request += per_group
     padding_layers = sum(g["layers"] for g in groups) - sum(counts.values())
@@ -528,7 +528,7 @@ def _sampler(version: VllmVersion, arch: ModelArchitecture, compute_capability: 
     if version.at_least(0, 21, 0):
         if compute_capability is None:
             return "flashinfer"
-        major, _, minor = str(compute_capability).partition(".")
+        major, _dot, minor = str(compute_capability).partition(".")
         if (8, 0) <= (int(major), int(minor or 0)) <= (12, 1):
             return "flashinfer"
     return "native"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """Regenerate docs/accuracy.md: the vLLM budget predicted for every startup-log record with enough context.
@@ -295,7 +294,7 @@ DISCUSSION = [
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--check", action="store_true", help="fail when docs/accuracy.md is out of date")
     args = parser.parse_args(argv)
     text = render(evaluate_records())

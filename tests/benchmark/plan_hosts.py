@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """Benchmark of `make plan` at fleet size (not a test): plan N declared hosts, report the cost.
@@ -48,7 +47,7 @@ def write_inventory(directory: Path, count: int) -> list:
         name = f"{base}-{number:03d}"
         (directory / "host_vars" / f"{name}.yml").write_text(yaml.safe_dump(variables, sort_keys=False))
         hosts.append((name, variables))
-    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {name: None for name, _ in hosts}}}))
+    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {name: None for name, _vars in hosts}}}))
     return hosts
 
 

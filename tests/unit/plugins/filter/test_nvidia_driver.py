@@ -41,7 +41,7 @@ def test_registered_under_their_names():
 def test_plan_accepts_mapping_proxies_and_returns_plain_types():
     gpus = LazyList([MappingProxyType({"index": 0, "pci_device_id": "0x2b85", "compute_capability": None})])
     plan = nvidia_driver_plan(gpus, "Debian", "13", "x86_64", source="nvidia", vllm_version="0.33.0")
-    assert type(plan) is dict
+    assert plan.__class__ is dict
     assert plan["errors"] == []
     assert plan["flavour"] == "open"
     assert plan["packages"] == ["nvidia-open"]

@@ -30,7 +30,7 @@ def test_modelfile_from_read_only_mappings():
         "text": "FROM /m.gguf\nPARAMETER num_ctx 262144\nPARAMETER num_gpu 99\nPARAMETER temperature 0.6\n",
         "parameters": {"num_ctx": "262144", "num_gpu": "99", "temperature": "0.6"},
     }
-    assert type(result["parameters"]) is dict
+    assert result["parameters"].__class__ is dict
 
 
 def test_environment_and_systemd_lines():

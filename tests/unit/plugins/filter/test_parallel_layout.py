@@ -39,7 +39,7 @@ def test_declared_topology_text_and_total_memory(topology_sample):
     layout = parallel_layout(a30s(), ARCHITECTURE, topology=topology, memory=70 * GIB, gpu_memory_utilization=0.92)
     assert (layout["tensor_parallel_size"], layout["pipeline_parallel_size"]) == (2, 2)
     assert layout["gpus"] == [0, 1, 2, 3]
-    assert type(layout) is dict and type(layout["gpus"]) is list
+    assert layout.__class__ is dict and layout["gpus"].__class__ is list
 
 
 def test_config_json_mapping_is_read_as_an_architecture():

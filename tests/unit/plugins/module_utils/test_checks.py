@@ -42,7 +42,8 @@ def gpus(gpu: dict, count: int = 1) -> list:
     return [dict(gpu, index=i) for i in range(count)]
 
 
-def budget_for(model, version, settings, gpu=RTX_5060TI, tp=1):
+def budget_for(model, version, settings, gpu=None, tp=1):
+    gpu = gpu or RTX_5060TI
     values = {k: v for k, v in settings.items() if v is not None}
     return vllm_memory_budget(
         model,
@@ -55,7 +56,8 @@ def budget_for(model, version, settings, gpu=RTX_5060TI, tp=1):
     )
 
 
-def run(model, version, settings, gpu=RTX_5060TI, count=1, repo=QWEN36, with_budget=True, **kwargs):
+def run(model, version, settings, gpu=None, count=1, repo=QWEN36, with_budget=True, **kwargs):
+    gpu = gpu or RTX_5060TI
     tp = int(settings.get("tensor_parallel_size") or 1)
     budget = budget_for(model, version, settings, gpu, tp) if with_budget else None
     return check_vllm(
@@ -638,12 +640,12 @@ def test_chosen_settings_pass_for_the_seed_host(version):
 
 
 def test_chosen_batched_tokens_cover_the_hybrid_block_only_where_asserted():
-    chosen, _ = _choose_and_check(
+    chosen, _findings = _choose_and_check(
         QWEN36, "0.26.0", RTX_5060TI, 2, {"tensor_parallel_size": 2, "max_model_len": 65536}, AWQ
     )
     assert chosen["max_num_batched_tokens"]["value"] == 4096
     assert chosen["max_num_batched_tokens"]["source"] == "chosen"
-    later, _ = _choose_and_check(
+    later, _later_findings = _choose_and_check(
         QWEN36, "0.27.1", RTX_5060TI, 2, {"tensor_parallel_size": 2, "max_model_len": 65536}, AWQ
     )
     assert later["max_num_batched_tokens"] == {
