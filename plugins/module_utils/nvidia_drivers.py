@@ -35,7 +35,7 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 ``kernel_module_flavour(gpus, requested="auto", branch=None) -> str``: ``"open"`` or ``"proprietary"``.
 ``default_branch(distribution, release, source) -> str``.
 ``driver_packages(distribution, release, source, branch, flavour, ...) -> dict``: apt packages.
-``apt_pin(version) -> str`` and ``APT_PIN_PACKAGES``: the apt preferences stanza fields.
+``APT_PIN_PACKAGES`` and ``UNATTENDED_BLACKLIST``: the apt preferences and unattended-upgrades patterns.
 ``apt_version_for(madison, version) -> str | None``: the archive version of an upstream driver version.
 ``driver_plan(...) -> dict``: everything the role needs, with ``errors`` naming the variables to fix.
 """
@@ -559,13 +559,6 @@ def driver_packages(
         "anchor": headless,
         "fabricmanager": f"nvidia-fabricmanager-{br}",
     }
-
-
-def apt_pin(version: Any) -> str:
-    """The Pin: version value: an upstream version matches all its archive revisions ("580.95.05-*")."""
-    text = str(version).strip()
-    driver_version_tuple(text)
-    return text if "-" in text else f"{text}-*"
 
 
 def apt_version_for(madison: Any, version: Any) -> Optional[str]:

@@ -298,11 +298,6 @@ def test_default_branch_per_source():
     assert nd.default_branch("Ubuntu", "22.04", "distribution") == "580"
 
 
-def test_apt_pin():
-    assert nd.apt_pin("535.261.03") == "535.261.03-*"
-    assert nd.apt_pin("550.163.01-4~bpo13+1") == "550.163.01-4~bpo13+1"
-
-
 # apt-cache madison on Debian 12 with bookworm, -security and -backports non-free (Nov 2026).
 MADISON_BOOKWORM = "\n".join(
     [
