@@ -267,7 +267,7 @@ def minimum_driver_for_cuda(cuda_version: Any, minor_version_compatibility: bool
     """
     key = _cuda_key(cuda_version)
     if minor_version_compatibility:
-        major = int(key.split(".")[0])
+        major = int(key.split(".", maxsplit=1)[0])
         if major not in CUDA_MINOR_COMPAT_DRIVER:
             raise ValueError(f"CUDA {key} has no minor version compatibility floor in the driver table")
         return CUDA_MINOR_COMPAT_DRIVER[major]
