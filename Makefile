@@ -94,7 +94,12 @@ images: venv ## build the systemd Debian images Molecule boots (reused while the
 
 .PHONY: molecule
 molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
-	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s || exit 1; done
+	@failed=""; for s in $(SCENARIOS); do \
+	  echo "== molecule test -s $$s"; start=$$SECONDS; \
+	  if molecule test -s $$s; then echo "== $$s passed in $$((SECONDS - start)) s"; \
+	  else echo "== $$s FAILED after $$((SECONDS - start)) s"; failed="$$failed $$s"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed scenarios:$$failed"; exit 1; fi
 
 .PHONY: test
 test: ## everything CI runs, with a timing summary per stage
