@@ -44,10 +44,11 @@ $(COLLECTION_LINK):
 	ln -sfn $(CURDIR) $@
 
 .PHONY: lint
-lint: venv ## ruff, ansible-lint (production profile, yamllint included) and the changelog fragments
+lint: venv ## ruff, ansible-lint (production profile, yamllint included), argument specs vs defaults, changelog fragments
 	ruff check .
 	ruff format --check .
 	ansible-lint
+	python tests/bin/check-argument-specs
 	antsibull-changelog lint
 
 .PHONY: sanity
