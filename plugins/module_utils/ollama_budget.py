@@ -838,13 +838,17 @@ def ollama_budget(
 
 
 def coresidency_checks(
-    ollama: Mapping[str, Any], vllm_reserved_bytes: Mapping[int, int], gpu_total_bytes: Mapping[int, int]
+    ollama: Mapping[str, Any],
+    vllm_reserved_bytes: Mapping[int, int],
+    gpu_total_bytes: Mapping[int, int],
+    gpus_variable: str = "ollama_gpus",
 ) -> List[Dict[str, str]]:
     """Whether an Ollama model (an ``ollama_budget()`` result) and vLLM fit the same GPUs at once.
 
     ``vllm_reserved_bytes``: per GPU index, what vLLM holds (gpu_memory_utilization x total, or
     its measured usage); ``gpu_total_bytes``: per GPU index, its memory. One warning per GPU where
     the sum exceeds the card: Ollama would fail to load (or evict nothing it can), while vLLM runs.
+    ``gpus_variable``: the inventory variable that gives Ollama its GPUs, named in the message.
     """
     checks: List[Dict[str, str]] = []
     for gpu in ollama.get("per_gpu") or ():
@@ -860,7 +864,7 @@ def coresidency_checks(
                 "ollama_vllm_not_coresident",
                 "warning",
                 f"GPU {index}: vLLM holds {vllm / GIB:.2f} GiB and the Ollama model needs {needed / GIB:.2f} GiB of "
-                f"{total / GIB:.2f} GiB, so both cannot be resident at once; give Ollama other GPUs (ollama_gpus), "
+                f"{total / GIB:.2f} GiB, so both cannot be resident at once; give Ollama other GPUs ({gpus_variable}), "
                 f"lower vllm_gpu_memory_utilization to {max(0.0, (total - needed) / total):.2f} or less, or stop one "
                 "engine before using the other",
             )

@@ -15,6 +15,7 @@ so secrets such as ``vllm_api_key`` or an HF token never enter the plan).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -25,6 +26,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_arch import Mod
 from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
 from ansible_collections.inferops.llm.plugins.module_utils.ollama_budget import (
+    coresidency_checks,
     ollama_budget,
     shape_from_architecture,
 )
@@ -155,9 +157,17 @@ OLLAMA_SETTINGS: Tuple[Setting, ...] = (
     Setting("sched_spread", "bool"),
 )
 
+# An Ollama kept on standby beside vLLM on the same host (docs/plan.md): its model and settings, so
+# that the plan can tell whether both engines fit the GPUs at once.
+STANDBY_VAR = "inferops_standby_ollama"
+_STANDBY_SETTINGS = tuple(
+    s for s in OLLAMA_SETTINGS if s.name in ("context_length", "num_parallel", "kv_cache_type", "flash_attention")
+)
+_STANDBY_KEYS = ("version", "model", "gpus", *(s.name for s in _STANDBY_SETTINGS))
+
 # Inputs beside the engine settings: layout requests and pass-through values.
 _EXTRA_VARS = {
-    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment"),
+    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment", STANDBY_VAR),
     "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
@@ -199,6 +209,17 @@ class HostInputs:
     extra_args: List[str] = field(default_factory=list)
     environment: Dict[str, str] = field(default_factory=dict)
     listen: Optional[str] = None  # OLLAMA_HOST from ollama_host/ollama_port (vLLM's belong to the vllm role)
+    standby_ollama: Optional[StandbyOllama] = None  # vLLM hosts only
+
+
+@dataclass
+class StandbyOllama:
+    """The validated inferops_standby_ollama of a vLLM host."""
+
+    version: str
+    model: Dict[str, Any]
+    settings: Dict[str, Any]  # Ollama setting name -> value, only those set
+    gpus: Optional[List[int]] = None
 
 
 def _is_unset(value: Any) -> bool:
@@ -293,34 +314,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _validate_model(value: Any, errors: List[str]) -> Dict[str, Any]:
+def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") -> Dict[str, Any]:
     if not isinstance(value, Mapping):
         errors.append(
-            "inferops_model is required: a mapping with repo (Hugging Face id such as Qwen/Qwen3-8B) and "
+            f"{var} is required: a mapping with repo (Hugging Face id such as Qwen/Qwen3-8B) and "
             "revision (a commit sha, branch or tag)"
         )
         return {}
     model = _plain(value)
     unknown = sorted(set(model) - set(_MODEL_KEYS))
     if unknown:
-        errors.append(f"inferops_model has unknown keys {', '.join(unknown)}; allowed: {', '.join(_MODEL_KEYS)}")
+        errors.append(f"{var} has unknown keys {', '.join(unknown)}; allowed: {', '.join(_MODEL_KEYS)}")
     repo = model.get("repo")
     if not isinstance(repo, str) or not _REPO_RE.match(repo):
-        errors.append(f"inferops_model.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {repo!r}")
+        errors.append(f"{var}.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {repo!r}")
     revision = model.get("revision")
     if not isinstance(revision, str) or not revision.strip():
-        errors.append(
-            "inferops_model.revision is required: the commit sha to pin (a branch or tag is accepted with a warning)"
-        )
+        errors.append(f"{var}.revision is required: the commit sha to pin (a branch or tag is accepted with a warning)")
     for key in ("base_model", "file", "config_file", "quantization"):
         if key in model and not (isinstance(model[key], str) and model[key].strip()):
-            errors.append(f"inferops_model.{key} must be a non-empty string, got {model[key]!r}")
+            errors.append(f"{var}.{key} must be a non-empty string, got {model[key]!r}")
     if "config" in model and not isinstance(model["config"], dict):
-        errors.append("inferops_model.config must be the config.json content as a mapping")
+        errors.append(f"{var}.config must be the config.json content as a mapping")
     if "weights_bytes" in model:
         weights = _number(model["weights_bytes"], "int")
         if weights is None or weights <= 0:
-            errors.append(f"inferops_model.weights_bytes must be a positive integer, got {model['weights_bytes']!r}")
+            errors.append(f"{var}.weights_bytes must be a positive integer, got {model['weights_bytes']!r}")
         else:
             model["weights_bytes"] = int(weights)
     return model
@@ -370,18 +389,65 @@ def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], error
     return args
 
 
+def _validate_version(var: str, value: Any, example: str, errors: List[str]) -> str:
+    version = str(value).strip() if isinstance(value, (str, int, float)) else ""
+    if not _VERSION_RE.match(version):
+        errors.append(f"{var} is required and must be an exact pin like {example}, got {version or None!r}")
+    return version
+
+
+def _validate_gpus(var: str, value: Any, errors: List[str]) -> Optional[List[int]]:
+    if _is_unset(value):
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        errors.append(f"{var} must be a non-empty list of GPU indices, e.g. [0, 1]")
+        return None
+    numbers = [_number(g, "int") for g in value]
+    if any(n is None or n < 0 for n in numbers):
+        errors.append(f"{var} must list GPU indices (integers >= 0), got {list(value)!r}")
+        return None
+    return [int(n) for n in numbers]
+
+
+def _validate_standby_ollama(value: Any, errors: List[str]) -> Optional[StandbyOllama]:
+    if _is_unset(value):
+        return None
+    if not isinstance(value, Mapping):
+        errors.append(
+            f"{STANDBY_VAR} must be a mapping with version (an exact Ollama pin such as 0.30.0) and model "
+            "(repo, revision, file, weights_bytes, base_model, as in inferops_model)"
+        )
+        return None
+    standby = _plain(value)
+    unknown = sorted(set(standby) - set(_STANDBY_KEYS))
+    if unknown:
+        errors.append(f"{STANDBY_VAR} has unknown keys {', '.join(unknown)}; allowed: {', '.join(_STANDBY_KEYS)}")
+    version = _validate_version(f"{STANDBY_VAR}.version", standby.get("version"), "0.30.0", errors)
+    model = _validate_model(standby.get("model"), errors, f"{STANDBY_VAR}.model")
+    if model and "weights_bytes" not in model:
+        errors.append(
+            f"{STANDBY_VAR}.model.weights_bytes is required: the size in bytes of the GGUF file "
+            f"({model.get('file') or STANDBY_VAR + '.model.file'}) as listed on its Hugging Face page"
+        )
+    settings: Dict[str, Any] = {}
+    for setting in _STANDBY_SETTINGS:
+        if not _is_unset(standby.get(setting.name)):
+            coerced = _coerce(setting, f"{STANDBY_VAR}.{setting.name}", standby[setting.name], errors)
+            if coerced is not None:
+                settings[setting.name] = coerced
+    gpus = _validate_gpus(f"{STANDBY_VAR}.gpus", standby.get("gpus"), errors)
+    return StandbyOllama(version=version, model=model, settings=settings, gpus=gpus)
+
+
 def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
     """Check a host's variables; raise PlanInputError listing every problem (each names its variable)."""
     errors: List[str] = []
     engine = variables.get("inferops_engine")
     if engine not in ENGINES:
         raise PlanInputError([f"inferops_engine is required and must be one of {', '.join(ENGINES)}, got {engine!r}"])
-    version_var = f"{engine}_version"
-    version = variables.get(version_var)
-    version = str(version).strip() if isinstance(version, (str, int, float)) else ""
-    example = "0.33.0" if engine == "vllm" else "0.30.0"
-    if not _VERSION_RE.match(version):
-        errors.append(f"{version_var} is required and must be an exact pin like {example}, got {version or None!r}")
+    version = _validate_version(
+        f"{engine}_version", variables.get(f"{engine}_version"), "0.33.0" if engine == "vllm" else "0.30.0", errors
+    )
     model = _validate_model(variables.get("inferops_model"), errors)
 
     settings: Dict[str, Any] = {}
@@ -401,18 +467,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
             continue
         settings[setting.name] = coerced
 
-    gpus_var = f"{engine}_gpus"
-    gpus = variables.get(gpus_var)
-    gpu_list: Optional[List[int]] = None
-    if not _is_unset(gpus):
-        if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Sequence) or not gpus:
-            errors.append(f"{gpus_var} must be a non-empty list of GPU indices, e.g. [0, 1]")
-        else:
-            numbers = [_number(g, "int") for g in gpus]
-            if any(n is None or n < 0 for n in numbers):
-                errors.append(f"{gpus_var} must list GPU indices (integers >= 0), got {list(gpus)!r}")
-            else:
-                gpu_list = [int(n) for n in numbers]
+    gpu_list = _validate_gpus(f"{engine}_gpus", variables.get(f"{engine}_gpus"), errors)
     managed = {s.flag: f"{engine}_{s.name}" for s in ENGINE_SETTINGS[engine] if s.flag and s.flag.startswith("--")}
     managed.update({"--model": "inferops_model.repo", "--revision": "inferops_model.revision"})
     extra_args = _validate_extra_args(f"{engine}_extra_args", variables.get(f"{engine}_extra_args"), managed, errors)
@@ -431,6 +486,12 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         elif not (_is_unset(address) and _is_unset(port)):
             # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
             listen = f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
+        if not _is_unset(variables.get(STANDBY_VAR)):
+            errors.append(
+                f"{STANDBY_VAR} describes an Ollama kept beside vLLM; on an Ollama host use inferops_model and the "
+                "ollama_* variables instead"
+            )
+    standby_ollama = _validate_standby_ollama(variables.get(STANDBY_VAR), errors) if engine == "vllm" else None
     if errors:
         raise PlanInputError(errors)
     return HostInputs(
@@ -442,6 +503,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         extra_args=extra_args,
         environment=environment,
         listen=listen,
+        standby_ollama=standby_ollama,
     )
 
 
@@ -665,8 +727,9 @@ def build_plan(
         "checks",
         "command",
         "environment",
+        "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
     )
-    return {key: plan[key] for key in order}
+    return {key: plan[key] for key in order if key in plan}
 
 
 def _model_section(
@@ -701,19 +764,39 @@ def _environment(
     return environment
 
 
-def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
-    architecture, _entry, _arch_source = describe_model(inputs.model, _load_config(inputs.model))
-    weights_bytes = inputs.model.get("weights_bytes")
+def _ollama_model_budget(
+    version: str,
+    model: Mapping[str, Any],
+    requested: Mapping[str, Any],
+    gpus: Optional[List[int]],
+    gpus_var: str,
+    gear: Hardware,
+) -> Tuple[ModelArchitecture, Dict[str, Any], Dict[str, Any]]:
+    """(architecture, ollama_budget result, layout) of a GGUF model served by Ollama on the allowed GPUs.
+
+    model: an inferops_model mapping; requested: Ollama settings set in inventory; gpus: the GPUs Ollama
+    may use (None: all), from the variable gpus_var. Shared by Ollama hosts and the Ollama kept on
+    standby beside vLLM.
+    """
+    known = sorted(int(g["index"]) for g in gear.gpus)
+    missing = [i for i in gpus or () if i not in known]
+    if missing:
+        raise PlanInputError(
+            [
+                f"{gpus_var} lists GPU {', '.join(map(str, missing))}, which the host does not have; "
+                f"use indices among {known}"
+            ]
+        )
+    architecture, _entry, _arch_source = describe_model(model, _load_config(model))
+    weights_bytes = model.get("weights_bytes")
     if not weights_bytes:
         raise PlanInputError(
             [
                 "inferops_model.weights_bytes is required for Ollama: the size in bytes of the GGUF file "
-                f"({inputs.model.get('file') or 'inferops_model.file'}) as listed on its Hugging Face page"
+                f"({model.get('file') or 'inferops_model.file'}) as listed on its Hugging Face page"
             ]
         )
-    layout = select_layout(
-        gear.gpus, architecture, topology=gear.topology, engine="ollama", requested={"gpus": inputs.gpus}
-    )
+    layout = select_layout(gear.gpus, architecture, topology=gear.topology, engine="ollama", requested={"gpus": gpus})
     by_index = {int(g["index"]): g for g in gear.gpus}
     budget_gpus = [
         {
@@ -723,9 +806,8 @@ def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
         }
         for i in layout["gpus"]
     ]
-    requested = inputs.settings
     budget = ollama_budget(
-        inputs.engine_version,
+        version,
         shape_from_architecture(architecture),
         budget_gpus,
         weights_bytes=int(weights_bytes),
@@ -738,6 +820,15 @@ def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
         gpu_overhead_bytes=int(requested.get("gpu_overhead_bytes") or 0),
         sched_spread=bool(requested.get("sched_spread")),
     )
+    return architecture, budget, layout
+
+
+def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
+    requested = inputs.settings
+    architecture, budget, layout = _ollama_model_budget(
+        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
     settings: Dict[str, Any] = {}
     for setting in OLLAMA_SETTINGS:
         if setting.name in budget["settings"]:
@@ -772,7 +863,9 @@ def _ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
     return {
         "engine": "ollama",
         "engine_version": inputs.engine_version,
-        "model": _model_section(inputs, architecture.architecture, int(weights_bytes), "inventory", quantization),
+        "model": _model_section(
+            inputs, architecture.architecture, int(inputs.model["weights_bytes"]), "inventory", quantization
+        ),
         "layout": _layout_section(layout),
         "memory": {
             "gpu_total_gib": memory["gpu_total_gib"],
@@ -1005,7 +1098,13 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
     quantization = inputs.model.get("quantization") or (
         architecture.quantization.scheme if architecture.quantization is not None else None
     )
-    return {
+    standby = None
+    if inputs.standby_ollama is not None:
+        standby, coresidency = _standby_ollama(
+            inputs.standby_ollama, gear, _vllm_reserved_bytes(settings, figures, used)
+        )
+        findings += coresidency
+    plan = {
         "engine": "vllm",
         "engine_version": version,
         "model": _model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
@@ -1022,6 +1121,50 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
         ),
         "environment": environment,
     }
+    if standby is not None:
+        plan["standby_ollama"] = standby
+    return plan
+
+
+def _vllm_reserved_bytes(
+    settings: Mapping[str, Mapping[str, Any]], figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]
+) -> Dict[int, int]:
+    """What vLLM holds on each of its GPUs: gpu_memory_utilization x the GPU's total (as CUDA reports it),
+    or its predicted use when vllm_kv_cache_memory_bytes fixes the KV cache size."""
+    if (settings.get("kv_cache_memory_bytes") or {}).get("value"):
+        # A fixed KV cache size replaces the utilization: vLLM then holds only what it needs.
+        return {int(gpu["index"]): int(figures["vram_used_bytes"]) for gpu in used}
+    utilization = float(settings["gpu_memory_utilization"]["value"])
+    return {
+        int(gpu["index"]): math.ceil(utilization * cuda_total_bytes_from_nvidia_smi(int(gpu["memory_mib"])))
+        for gpu in used
+    }
+
+
+def _standby_ollama(
+    standby: StandbyOllama, gear: Hardware, vllm_reserved_bytes: Mapping[int, int]
+) -> Tuple[Dict[str, Any], List[Dict[str, str]]]:
+    """(the plan's standby_ollama summary, ollama-coresidency findings) of an Ollama kept beside vLLM."""
+    try:
+        budget = _ollama_model_budget(
+            standby.version, standby.model, standby.settings, standby.gpus, f"{STANDBY_VAR}.gpus", gear
+        )[1]
+    except ValueError as exc:
+        # The shared code names an Ollama host's variables; here they live under inferops_standby_ollama.
+        message = str(exc).replace("inferops_model", f"{STANDBY_VAR}.model")
+        raise PlanInputError([message.replace("ollama_version", f"{STANDBY_VAR}.version")]) from exc
+    totals = {int(g["index"]): cuda_total_bytes_from_nvidia_smi(int(g["memory_mib"])) for g in gear.gpus}
+    findings = [
+        _finding("ollama-coresidency", check["severity"], check["message"])
+        for check in coresidency_checks(budget, vllm_reserved_bytes, totals, gpus_variable=f"{STANDBY_VAR}.gpus")
+    ]
+    summary = {
+        "engine_version": standby.version,
+        "model": {key: standby.model.get(key) for key in ("repo", "revision", "file")},
+        "gpus": [int(gpu["index"]) for gpu in budget["per_gpu"]],
+        "vram_used_gib": budget["memory"]["vram_used_gib"],
+    }
+    return summary, findings
 
 
 def _figures(budget: Mapping[str, Any]) -> Dict[str, Any]:

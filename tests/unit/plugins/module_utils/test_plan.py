@@ -411,7 +411,7 @@ def ids(plan, severity=None):
 def test_vllm_plan_has_the_documented_keys_and_types():
     variables, hardware = example("agent-2x5060ti")
     plan = build_plan(variables, hardware, host="agent-2x5060ti")
-    assert list(plan) == PLAN_KEYS
+    assert list(plan) == [*PLAN_KEYS, "standby_ollama"]  # this host keeps Ollama on standby
     assert set(plan["model"]) == MODEL_KEYS
     assert plan["model"]["weights_source"].startswith("parameter counts x bits per weight (awq")
     assert set(plan["layout"]) == LAYOUT_KEYS
@@ -577,3 +577,136 @@ def test_download_patterns_are_accepted_in_the_model_description():
     model = {"repo": "Qwen/Qwen3-8B", "revision": "main", "allow_patterns": ["*.json"], "ignore_patterns": ["*.pth"]}
     errors = input_errors({"inferops_engine": "vllm", "vllm_version": "0.33.0", "inferops_model": model})
     assert not any("unknown keys" in error for error in errors)
+
+
+# ------------------------------------------------------------------------------ Ollama on standby beside vLLM
+
+STANDBY = {
+    "version": "0.30.0",
+    "model": {
+        "repo": "Qwen/Qwen3-8B-GGUF",
+        "revision": COMMIT,
+        "file": "Qwen3-8B-Q4_K_M.gguf",
+        "weights_bytes": 5_027_783_488,
+        "base_model": "Qwen/Qwen3-8B",
+    },
+}
+
+
+def vllm_on_gpu0_of_two_3090s(**overrides):
+    """Qwen3-8B on GPU 0 of two NVLinked RTX 3090s; GPU 1 is free for Ollama."""
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT},
+        "vllm_gpus": [0],
+        "vllm_max_model_len": 8192,
+    }
+    variables.update(overrides)
+    hardware = {
+        "gpus": [dict(RTX3090, index=0), dict(RTX3090, index=1)],
+        "topology": parse_topology(TOPO_3090X2_NVLINK),
+        "driver": {"driver_loaded": True, "driver_version": "580.95.05"},
+    }
+    return variables, hardware
+
+
+def test_standby_ollama_warns_when_both_engines_cannot_be_resident():
+    # Seed deployment 1: vLLM takes 0.92 of both 16 GB cards; an 8B Q4_K_M with its default context does not fit beside.
+    variables, hardware = example("agent-2x5060ti")
+    plan = build_plan(variables, hardware, host="agent-2x5060ti")
+    (warning,) = [c for c in plan["checks"] if c["id"] == "ollama-coresidency"]
+    assert warning["severity"] == "warning"
+    assert "vllm_gpu_memory_utilization" in warning["message"]
+    assert "inferops_standby_ollama.gpus" in warning["message"]
+    assert ids(plan, "error") == set()
+    standby = plan["standby_ollama"]
+    assert standby["engine_version"] == "0.30.0"
+    assert standby["model"] == {"repo": "Qwen/Qwen3-8B-GGUF", "revision": "main", "file": "Qwen3-8B-Q4_K_M.gguf"}
+    assert standby["gpus"] == [0]  # Ollama takes the fewest GPUs that hold the model
+    assert 5_027_783_488 / 2**30 < standby["vram_used_gib"] < 16
+    json.dumps(plan)
+
+
+def test_standby_ollama_on_a_gpu_vllm_does_not_use_is_not_warned():
+    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=dict(STANDBY, gpus=[1]))
+    plan = build_plan(variables, hardware)
+    assert plan["layout"]["gpus"] == [0]
+    assert plan["standby_ollama"]["gpus"] == [1]
+    assert "ollama-coresidency" not in ids(plan)
+    assert ids(plan, "error") == set()
+    # The same model on vLLM's GPU is warned about, and fits once vLLM leaves it room.
+    variables["inferops_standby_ollama"] = dict(STANDBY, gpus=[0], context_length=4096)
+    assert "ollama-coresidency" in ids(build_plan(variables, hardware, host="h"), "warning")
+    variables["vllm_gpu_memory_utilization"] = 0.6
+    assert "ollama-coresidency" not in ids(build_plan(variables, hardware))
+
+
+def test_plans_without_standby_ollama_have_no_standby_key():
+    variables, hardware = vllm_on_gpu0_of_two_3090s()
+    assert list(build_plan(variables, hardware)) == PLAN_KEYS
+    assert "inferops_standby_ollama" in input_names("vllm")
+    assert "inferops_standby_ollama" not in input_names("ollama")
+
+
+@pytest.mark.parametrize(
+    ("standby", "expected"),
+    [
+        ("ollama", "inferops_standby_ollama must be a mapping with version"),
+        (dict(STANDBY, version="latest"), "inferops_standby_ollama.version is required and must be an exact pin"),
+        ({"model": STANDBY["model"]}, "inferops_standby_ollama.version is required"),
+        (dict(STANDBY, model=None), "inferops_standby_ollama.model is required"),
+        (
+            dict(STANDBY, model={"repo": "Qwen/Qwen3-8B-GGUF", "revision": "main"}),
+            "inferops_standby_ollama.model.weights_bytes is required",
+        ),
+        (
+            dict(STANDBY, model=dict(STANDBY["model"], weights_bytes=-1)),
+            "inferops_standby_ollama.model.weights_bytes must be a positive",
+        ),
+        (dict(STANDBY, gpus="0"), "inferops_standby_ollama.gpus must be a non-empty list"),
+        (dict(STANDBY, kv_cache_type="q5_1"), "inferops_standby_ollama.kv_cache_type must be one of"),
+        (dict(STANDBY, num_parallel=0), "inferops_standby_ollama.num_parallel must be at least 1"),
+        (dict(STANDBY, num_gpu=99), "inferops_standby_ollama has unknown keys num_gpu"),
+    ],
+)
+def test_standby_ollama_input_errors_name_the_variable(standby, expected):
+    variables, _hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=standby)
+    errors = input_errors(variables)
+    assert any(error.startswith(expected) for error in errors), errors
+
+
+def test_standby_ollama_errors_found_while_planning_name_the_variable():
+    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=dict(STANDBY, gpus=[2]))
+    with pytest.raises(PlanInputError, match=r"^inferops_standby_ollama.gpus lists GPU 2, which the host does not"):
+        build_plan(variables, hardware)
+    unknown = dict(STANDBY, model=dict(STANDBY["model"], base_model="Nobody/NoSuchModel"))
+    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=unknown)
+    with pytest.raises(PlanInputError, match=r"^inferops_standby_ollama.model.base_model 'Nobody/NoSuchModel'"):
+        build_plan(variables, hardware)
+    old = dict(STANDBY, version="0.5.7")
+    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=old)
+    with pytest.raises(PlanInputError, match=r"^inferops_standby_ollama.version 0.5.7: planning supports Ollama 0.9.7"):
+        build_plan(variables, hardware)
+
+
+def test_standby_ollama_belongs_to_vllm_hosts():
+    errors = input_errors(ollama_vars(inferops_standby_ollama=STANDBY))
+    assert errors == [
+        "inferops_standby_ollama describes an Ollama kept beside vLLM; on an Ollama host use inferops_model and the "
+        "ollama_* variables instead"
+    ]
+
+
+def test_with_a_fixed_kv_cache_size_vllm_holds_what_it_uses():
+    # vllm_kv_cache_memory_bytes replaces gpu_memory_utilization: vLLM holds weights, overhead and that KV cache.
+    standby = dict(STANDBY, gpus=[0], context_length=4096)
+    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=standby, vllm_max_model_len=4096)
+    assert "ollama-coresidency" in ids(build_plan(variables, hardware))
+    variables["vllm_kv_cache_memory_bytes"] = "1g"
+    plan = build_plan(variables, hardware)
+    assert plan["memory"]["vram_used_gib"] + plan["standby_ollama"]["vram_used_gib"] < plan["memory"]["gpu_total_gib"]
+    assert "ollama-coresidency" not in ids(plan)
+    assert ids(plan, "error") == set()
+    variables["vllm_kv_cache_memory_bytes"] = "4g"
+    assert "ollama-coresidency" in ids(build_plan(variables, hardware), "warning")
