@@ -5,9 +5,10 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 # ansible-core 2.20+ needs Python >= 3.12 on the controller; Debian 12 ships 3.11, so take the first
-# 3.12/3.13 found (PATH, then pyenv's versions).
-PYTHON ?= $(firstword $(shell command -v python3.12 python3.13 2>/dev/null) \
-            $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 $(HOME)/.pyenv/versions/3.13*/bin/python3.13))
+# 3.12/3.13 found that really runs (PATH, then pyenv's versions: a pyenv shim for an inactive
+# version is on PATH but fails).
+PYTHON ?= $(shell for c in python3.12 python3.13 $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python3.1[23]); do \
+            "$$c" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && { command -v "$$c"; break; }; done)
 VENV ?= $(CURDIR)/.venv
 BIN := $(VENV)/bin
 BUILD := $(CURDIR)/build
