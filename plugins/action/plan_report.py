@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.inferops.llm.plugins.module_utils.plan_report import render_markdown
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
 
 ARGUMENT_SPEC = {
     "plan": {"type": "dict", "required": True},

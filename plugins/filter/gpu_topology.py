@@ -8,7 +8,7 @@ import typing as t
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 
 
 def gpu_topology(text: t.Any) -> dict[str, t.Any]:

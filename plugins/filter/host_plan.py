@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils.plan import (
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import (
     PlanInputError,
     build_plan,
     input_errors,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils import nvidia_drivers
+from ansible_collections.inferops.llm.plugins.module_utils._hardware import nvidia_drivers
 
 
 def _gpus(value: t.Any) -> list[dict[str, t.Any]]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils import ollama_render
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import render as ollama_render
 
 
 def _plain(value: t.Any, what: str) -> dict[str, t.Any]:

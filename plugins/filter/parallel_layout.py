@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils.layout import LayoutError, select_layout
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import LayoutError, select_layout
 
 
 def _plain(value: t.Any) -> t.Any:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils.plan_report import render_markdown, render_table
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
 
 def _plain(value: t.Any) -> t.Any:

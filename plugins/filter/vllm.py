@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_log import parse_startup_report
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_serve import ServeConfigError, serve_config
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_config
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
 
 
 def _optional_float(value: t.Any, name: str) -> float | None:

@@ -219,7 +219,7 @@ import typing as t
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import (
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import (
     OPTIONAL_QUERY_FIELDS,
     QUERY_FIELDS,
     empty_topology,

@@ -204,7 +204,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.inferops.llm.plugins.module_utils.hf_cache import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import (
     CacheLayout,
     DiskSpaceError,
     Manifest,

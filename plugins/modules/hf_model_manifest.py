@@ -114,7 +114,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.inferops.llm.plugins.module_utils.hf_cache import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import (
     DEFAULT_LFS_PATTERNS,
     ManifestError,
     manifest_from_directory,

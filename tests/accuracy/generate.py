@@ -23,16 +23,16 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture, QuantizationInfo
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     GIB,
     kv_cache_layout,
     kv_capacity,
     vllm_memory_budget,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture, QuantizationInfo
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "vllm_startup_logs"

@@ -54,8 +54,8 @@ def write_inventory(directory: Path, count: int) -> list:
 def time_build_plan(hosts: list) -> float:
     """Seconds to compute every host's plan in this process (parsing the declared topology included)."""
     sys.path.insert(0, str(ROOT / "build" / "collections"))
-    from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
-    from ansible_collections.inferops.llm.plugins.module_utils.plan import build_plan
+    from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
     start = time.perf_counter()
     for name, variables in hosts:

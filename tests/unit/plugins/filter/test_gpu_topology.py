@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.gpu_topology import FilterModule, gpu_topology
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import empty_topology
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import empty_topology
 
 
 def test_registered_under_its_name():

@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.host_plan import FilterModule as HostPlanFilters
 from ansible_collections.inferops.llm.plugins.filter.plan_report import FilterModule as ReportFilters
-from ansible_collections.inferops.llm.plugins.module_utils import plan as plan_module
+from ansible_collections.inferops.llm.plugins.module_utils._plan import planner as plan_module
 
 HOST_PLAN = HostPlanFilters().filters()
 REPORT = ReportFilters().filters()

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.gpu_topology import gpu_topology
 from ansible_collections.inferops.llm.plugins.filter.parallel_layout import FilterModule, parallel_layout
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
 
 GIB = 2**30
 ARCHITECTURE = {

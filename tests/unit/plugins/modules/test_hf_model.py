@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.inferops.llm.plugins.module_utils.hf_cache import CacheLayout, manifest_from_directory
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import CacheLayout, manifest_from_directory
 from ansible_collections.inferops.llm.plugins.modules import hf_model
 
 REPO = "tiny/model"

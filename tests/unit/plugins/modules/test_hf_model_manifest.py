@@ -7,7 +7,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.inferops.llm.plugins.module_utils.hf_cache import CacheLayout, RepoFile, load_manifest
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import CacheLayout, RepoFile, load_manifest
 from ansible_collections.inferops.llm.plugins.modules import hf_model_manifest
 
 REPO = "tiny/model"

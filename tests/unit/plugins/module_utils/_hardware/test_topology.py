@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import (
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import (
     QUERY_FIELDS,
     empty_topology,
     gpu_from_query,

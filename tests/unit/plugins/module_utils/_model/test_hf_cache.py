@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.hf_cache import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import (
     CacheLayout,
     DiskSpaceError,
     Manifest,

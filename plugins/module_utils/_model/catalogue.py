@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue_data import CATALOGUE
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue_data import CATALOGUE
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import parse_vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 # --------------------------------------------------------------------------- generations
 

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_LINEAR,
     ModelArchitecture,
     QuantizationInfo,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_log import parse_startup_report
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
 
-LOGS = Path(__file__).parents[2] / "fixtures" / "vllm_logs"
+LOGS = Path(__file__).parents[4] / "fixtures" / "vllm_logs"
 
 
 def report(name: str, **kwargs):

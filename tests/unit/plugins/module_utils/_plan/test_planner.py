@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
-from ansible_collections.inferops.llm.plugins.module_utils.plan import (
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import (
     PlanInputError,
     build_plan,
     input_errors,
@@ -19,7 +19,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.plan import (
     validate_inputs,
     vllm_command,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.plan_report import render_markdown, render_table
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 HF_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -388,7 +388,7 @@ def test_markdown_and_table_show_the_plan():
 
 # ------------------------------------------------------------------------------ vLLM plans
 
-EXAMPLE = Path(__file__).resolve().parents[4] / "inventories" / "example"
+EXAMPLE = Path(__file__).resolve().parents[5] / "inventories" / "example"
 
 
 def example(host: str):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.inferops.llm.plugins.module_utils import ollama_render as r
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import render as r
 
-ROLE = Path(__file__).resolve().parents[4] / "roles" / "ollama"
+ROLE = Path(__file__).resolve().parents[6] / "roles" / "ollama"
 
 # Seed deployment 3 as the plan reports it (settings with their sources).
 SEED3_SETTINGS = {

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.gpu_topology import parse_topology
-from ansible_collections.inferops.llm.plugins.module_utils.layout import (
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     LayoutError,
     ParallelDims,
     fp8_block_split_fails,
@@ -17,9 +18,8 @@ from ansible_collections.inferops.llm.plugins.module_utils.layout import (
     select_layout,
     tensor_parallel_problems,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 TOPOLOGY = FIXTURES / "topology"
 GIB = 2**30
 

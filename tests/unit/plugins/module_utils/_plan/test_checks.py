@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.checks import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
+    cuda_total_bytes_from_nvidia_smi,
+    vllm_memory_budget,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     FAMILIES,
     REASONING_PARSERS,
     TOOL_PARSERS,
@@ -18,12 +24,6 @@ from ansible_collections.inferops.llm.plugins.module_utils.checks import (
     predicted_backend,
     presence,
     suggested_batched_tokens,
-)
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
-    cuda_total_bytes_from_nvidia_smi,
-    vllm_memory_budget,
 )
 
 QWEN36 = "Qwen/Qwen3.6-35B-A3B"

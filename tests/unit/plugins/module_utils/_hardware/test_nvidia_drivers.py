@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils import nvidia_drivers as nd
+from ansible_collections.inferops.llm.plugins.module_utils._hardware import nvidia_drivers as nd
 
 
 def gpu(index=0, cc=None, device=None, name=None):

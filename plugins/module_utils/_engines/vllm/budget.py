@@ -57,7 +57,14 @@ import re
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    VllmVersion,
+    batch_defaults,
+    first_release_with,
+    uses_model_runner_v2,
+    vllm_version,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_FULL,
     LAYER_LINEAR,
     LAYER_MLA,
@@ -65,14 +72,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
     ModelArchitecture,
     dtype_bytes,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import WeightsEstimate, estimate_weights
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
-    VllmVersion,
-    batch_defaults,
-    first_release_with,
-    uses_model_runner_v2,
-    vllm_version,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import WeightsEstimate, estimate_weights
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -13,10 +13,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import catalogue_ids, find_model
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     GIB,
     _group_size,
     _pp_partition,
@@ -35,15 +32,21 @@ from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
     vllm_memory_budget,
     weights_per_rank,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     batch_defaults,
     first_release_with,
     parse_vllm_version,
     uses_model_runner_v2,
     vllm_version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import catalogue_ids, find_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    estimate_weights,
+    quantization_from_name,
+)
 
-CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "model_configs"
+CONFIGS = pathlib.Path(__file__).resolve().parents[5] / "unit" / "fixtures" / "model_configs"
 QWEN36_35B = find_model("Qwen/Qwen3.6-35B-A3B").architecture()
 QWEN36_27B = find_model("Qwen/Qwen3.6-27B").architecture()
 QWEN3_NEXT = find_model("Qwen/Qwen3-Next-80B-A3B-Instruct").architecture()
@@ -501,7 +504,7 @@ def test_nvidia_smi_total_to_cuda_total():
 
 
 def _accuracy():
-    path = pathlib.Path(__file__).resolve().parents[3] / "accuracy" / "generate.py"
+    path = pathlib.Path(__file__).resolve().parents[5] / "accuracy" / "generate.py"
     spec = importlib.util.spec_from_file_location("accuracy_generate", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_serve import ServeConfigError, serve_config
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_config
 
 COMMAND = [
     "vllm",

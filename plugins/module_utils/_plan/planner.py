@@ -20,22 +20,29 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.checks import check_ollama, check_vllm, choose_vllm_settings
-from ansible_collections.inferops.llm.plugins.module_utils.layout import select_layout
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import describe_model
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_weights, quantization_from_name
-from ansible_collections.inferops.llm.plugins.module_utils.ollama_budget import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
     coresidency_checks,
     ollama_budget,
     shape_from_architecture,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.ollama_render import ollama_environment
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_budget import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.render import ollama_environment
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
     parse_human_int,
     vllm_memory_budget,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    estimate_weights,
+    quantization_from_name,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
+    check_ollama,
+    check_vllm,
+    choose_vllm_settings,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import select_layout
 
 GIB = float(1 << 30)
 MIB = 1 << 20

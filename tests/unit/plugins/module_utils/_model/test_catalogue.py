@@ -7,16 +7,16 @@ import pathlib
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import (
     catalogue_ids,
     describe_model,
     find_model,
     resolve_model,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import estimate_params
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_params
 
-CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "model_configs"
+CONFIGS = pathlib.Path(__file__).resolve().parents[4] / "unit" / "fixtures" / "model_configs"
 
 REQUIRED = [
     "Qwen/Qwen3.5-35B-A3B",

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_FULL,
     LAYER_LINEAR,
     LAYER_MLA,
@@ -17,7 +17,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_arch import (
     dtype_bytes,
 )
 
-CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "model_configs"
+CONFIGS = pathlib.Path(__file__).resolve().parents[4] / "unit" / "fixtures" / "model_configs"
 
 
 def config(name: str) -> dict:

@@ -31,21 +31,21 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.layout import (
-    ParallelDims,
-    fp8_block_split_fails,
-    pipeline_parallel_problems,
-    tensor_parallel_problems,
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    VllmVersion,
+    batch_defaults,
+    vllm_version,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.nvidia_drivers import (
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_drivers import (
     branch_of,
     driver_at_least,
     minimum_driver_for,
 )
-from ansible_collections.inferops.llm.plugins.module_utils.vllm_versions import (
-    VllmVersion,
-    batch_defaults,
-    vllm_version,
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    ParallelDims,
+    fp8_block_split_fails,
+    pipeline_parallel_problems,
+    tensor_parallel_problems,
 )
 
 Version = Tuple[int, int, int]

@@ -55,7 +55,7 @@ import math
 import struct
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import LAYER_LINEAR, LAYER_SLIDING
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils import ollama_budget as ob
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import resolve_model
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import budget as ob
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import resolve_model
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -7,9 +7,9 @@ import pathlib
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils.model_arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils.model_catalogue import find_model
-from ansible_collections.inferops.llm.plugins.module_utils.model_weights import (
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
     component_bits,
     estimate_weights,
     quantization_from_name,
@@ -17,7 +17,7 @@ from ansible_collections.inferops.llm.plugins.module_utils.model_weights import 
     weights_bytes_and_source,
 )
 
-CONFIGS = pathlib.Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "model_configs"
+CONFIGS = pathlib.Path(__file__).resolve().parents[4] / "unit" / "fixtures" / "model_configs"
 QWEN35 = find_model("Qwen/Qwen3.5-35B-A3B")
 
 
