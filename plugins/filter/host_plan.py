@@ -9,12 +9,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import (
-    PlanInputError,
-    build_plan,
-    input_errors,
-    input_names,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError, input_errors, input_names
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
 
 def _variables(variables: t.Any, filter_name: str) -> dict[str, t.Any]:

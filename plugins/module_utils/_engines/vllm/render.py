@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""Turn the plan's `vllm serve` argv into the mapping of a `vllm serve --config` YAML file.
+"""Render vLLM's service: the `vllm serve` argv of resolved settings, and its `--config` YAML mapping.
 
 vLLM's FlexibleArgumentParser.load_config_file (vllm/utils/argparse_utils.py) turns each key into
 `--key`: a scalar becomes `--key str(value)`, a list repeated values, a mapping a JSON string and
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
 
 # Keys the vllm role sets itself (listen address) or keeps out of files that are not secret.
 ROLE_KEYS = {"host": "vllm_host", "port": "vllm_port"}
@@ -96,3 +98,47 @@ def serve_config(command: Sequence[str], host: str, port: int, model: Optional[s
     flush()
     config.update(options)
     return config
+
+
+def _cli_value(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def vllm_command(
+    repo: str,
+    revision: str,
+    settings: Mapping[str, Mapping[str, Any]],
+    extra_args: Sequence[str],
+    auto_max_model_len: bool = False,
+) -> List[str]:
+    """`vllm serve` argv for resolved settings.
+
+    Settings that are unset (None) or at the pinned release's own default (source "default") are left
+    out: the release applies them itself, and an explicit flag could pin a value vLLM derives later
+    (such as the hybrid block size).
+
+    auto_max_model_len: the inventory asked for vLLM's auto-fit (-1); the setting's value is then the
+    length the plan predicts, and the argv keeps -1 so that vLLM fits it itself.
+    """
+    argv = ["vllm", "serve", repo, "--revision", revision]
+    for setting in VLLM_SETTINGS:
+        entry = settings.get(setting.name)
+        if entry is None or entry.get("value") is None or entry.get("source") == "default":
+            continue
+        value = entry["value"]
+        if setting.name == "max_model_len" and auto_max_model_len:
+            value = "auto"
+        if setting.kind == "bool":
+            if value:
+                argv.append(setting.flag)
+            elif setting.negatable:
+                argv.append("--no-" + setting.flag[2:])
+            continue
+        if setting.kind == "int_or_auto" and value == "auto":
+            value = -1
+        argv += [setting.flag, _cli_value(value)]
+    return argv + list(extra_args)

@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
-from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import (
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     PlanInputError,
-    build_plan,
     input_errors,
     input_names,
-    resolved,
     validate_inputs,
-    vllm_command,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan, resolved
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -1,0 +1,2 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
