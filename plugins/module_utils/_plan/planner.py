@@ -33,7 +33,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    VLLM_SETTINGS,
+    choose_vllm_settings,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
@@ -43,7 +46,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.weights import
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     check_ollama,
     check_vllm,
-    choose_vllm_settings,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _COMMIT_RE,

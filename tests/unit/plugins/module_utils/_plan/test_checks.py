@@ -9,6 +9,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import choose_vllm_settings
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
@@ -18,7 +19,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     check_driver,
     check_ollama,
     check_vllm,
-    choose_vllm_settings,
     longest_fitting_len,
     model_family,
     predicted_backend,
