@@ -28,13 +28,11 @@ def _memory_fit(memory: t.Any) -> t.Any:
     if isinstance(memory, (int, float)):
         return memory
     if isinstance(memory, Mapping):
-        needs = {str(k).lower(): float(v) for k, v in memory.items()}
-
-        def per_gpu(tp: int, pp: int) -> t.Union[float, bool]:
-            key = f"{tp}x{pp}"
-            return needs.get(key, False)
-
-        return per_gpu
+        needs = {}
+        for key, value in memory.items():
+            tp, _sep, pp = str(key).lower().partition("x")
+            needs[(int(tp), int(pp or 1))] = float(value)
+        return needs
     raise AnsibleFilterError(
         "parallel_layout: memory must be the total bytes the model needs (weights + KV + overhead), or a "
         f"mapping 'TPxPP' -> bytes per GPU, not a {type(memory).__name__}"

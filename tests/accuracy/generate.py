@@ -30,6 +30,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import release_values
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture, QuantizationInfo
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
@@ -80,7 +81,7 @@ def evaluate_record(record: Dict[str, Any], context: Dict[str, Any]) -> Dict[str
         total,
         tp,
         weights=weights,
-        settings=settings,
+        settings=release_values(arch, str(context["vllm_version"]), total, settings, context.get("gpu_name", "")),
         gpu_name=context.get("gpu_name", ""),
     )
     version = vllm_version(str(context["vllm_version"]))
@@ -102,7 +103,7 @@ def evaluate_record(record: Dict[str, Any], context: Dict[str, Any]) -> Dict[str
     }
     if logged_weights is not None:
         row["kv_predicted"] = (budget["requested_bytes"] - logged_weights * GIB - budget["overhead_bytes"]) / GIB
-    values = {name: entry["value"] for name, entry in budget["settings"].items()}
+    values = dict(budget["settings"])
     layout = kv_cache_layout(arch, version, values, tp)
     if row["kv_logged"] is not None:
         capacity = kv_capacity(version, layout, int(row["kv_logged"] * GIB))

@@ -3,8 +3,10 @@
 """Tensor/pipeline/data/expert parallel layout for vLLM (and the GPU set for Ollama).
 
 Pure functions over plain data: the GPU list and ``nvidia-smi topo -m`` matrix as parsed by
-``gpu_topology``, the model's parallelism-relevant dimensions, and a memory-fit callable supplied by
-the vLLM budget code (so the memory maths stays in one place).
+``gpu_topology`` and the model's parallelism-relevant dimensions. ``layout_search`` enumerates every
+valid layout and ranks it (``rank_smallest_first``, one replaceable function); it never calls back into
+the memory code: the planner loop (``_plan/planner.py``) budgets the ranked candidates in order and builds
+the result with ``auto_result`` / ``explicit_result`` / ``finish_layout``.
 
 Rules and their sources are listed in docs/checks.md#tensor-parallel-divisibility and in the
 research notes (topology/notes.md section 2): vLLM's head/KV-head divisibility, the FP8 block rule
@@ -255,7 +257,7 @@ class Topology:
 # ---------------------------------------------------------------------------------------------- layout
 
 
-MemoryFit = Union[Callable[[int, int], Union[float, int, bool]], float, int, None]
+MemoryFit = Union[Mapping[Tuple[int, int], Union[float, int, bool]], float, int, None]
 
 
 @dataclass
@@ -309,11 +311,14 @@ def _stage_set_key(topo: Topology, gpus: Sequence[int]) -> Tuple[Any, ...]:
 
 
 def _fits(memory_fit: MemoryFit, topo: Topology, cand: Candidate, utilization: float) -> bool:
-    """Whether the candidate fits; memory_fit is the per-GPU need in bytes for an even split, a bool
-    verdict, or a total need in bytes spread evenly. Mixed-VRAM pipelines are split by VRAM weight."""
+    """Whether the candidate fits; memory_fit maps (tp, pp) to the per-GPU need in bytes for an even split
+    or a bool verdict, or is a total need in bytes spread evenly. Mixed-VRAM pipelines are split by VRAM weight."""
     if memory_fit is None:
         return True
-    need = memory_fit(cand.tp, cand.pp) if callable(memory_fit) else float(memory_fit) / cand.world
+    if isinstance(memory_fit, Mapping):
+        need = memory_fit.get((cand.tp, cand.pp), False)
+    else:
+        need = float(memory_fit) / cand.world
     if isinstance(need, bool):
         return need
     usable = [min(topo.gpus[i].memory_mib for i in group) * MIB * utilization for group in cand.groups]
@@ -398,32 +403,55 @@ def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
     return ", ".join(parts)
 
 
-def select_layout(
+@dataclass
+class LayoutSearch:
+    """Every valid layout of one host for a model, ranked; the planner loop tries them in this order.
+
+    candidates: ranked (the planner takes the first whose memory budget fits). largest: the best layout of
+    the largest world, shown when none fits. sizes_given: the inventory pins a parallel size (or names GPUs
+    the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
+    """
+
+    dims: ParallelDims
+    topo: Topology
+    available: List[int]
+    requested: Dict[str, Any]
+    nnodes: int
+    node_rank: int
+    multi_node: Optional[Mapping[str, Any]]
+    sizes_given: bool
+    chosen_gpus: List[int]
+    candidates: List[Candidate]
+    largest: Optional[Candidate]
+
+
+def rank_smallest_first(topo: Topology, candidates: Sequence[Candidate]) -> List[Candidate]:
+    """Today's ranking: the fewest GPUs first, then the best-linked, widest TP placement (``_score``).
+
+    One replaceable function: the planner tries candidates in this order and keeps the first that fits.
+    """
+    return sorted(candidates, key=lambda cand: (cand.tp * cand.pp, _score(topo, cand)))
+
+
+Ranking = Callable[[Topology, Sequence[Candidate]], List[Candidate]]
+
+
+def layout_search(
     gpus: Sequence[Mapping[str, Any]],
     model: Any,
     *,
     topology: Optional[Mapping[str, Any]] = None,
-    memory_fit: MemoryFit = None,
-    gpu_memory_utilization: float = 0.9,
-    engine: str = "vllm",
     requested: Optional[Mapping[str, Any]] = None,
-    replicas: bool = False,
     multi_node: Optional[Mapping[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Pick the layout for one host.
+    ranking: Ranking = rank_smallest_first,
+) -> LayoutSearch:
+    """Enumerate the valid vLLM layouts (TP x PP and GPU placement) of a host, ranked by ``ranking``.
 
-    gpus: GPU facts (index, name, memory_mib, pcie_gen_max, pcie_width_current, ...), in the order of
-    the topology matrix. model: ParallelDims, a ModelArchitecture or a mapping of the same names.
-    topology: ``{"matrix": [[cell, ...], ...], "p2p": [[...]]}`` (p2p optional; matrix optional for
-    declared hardware). memory_fit: callable (tp, pp) -> per-GPU bytes needed (or bool), or total bytes.
-    requested: inventory settings (tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
-    enable_expert_parallel, gpus); they are kept and validated, never changed. replicas: one replica per
-    free slot (data parallel) when the model fits fewer GPUs than the host has. multi_node:
-    ``{"nnodes": N, "node_rank": r, "master_addr": "10.0.0.1"}``: TP inside the node, PP across nodes.
-
-    Returns plain data: tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
-    expert_parallel, gpus (rank order: CUDA_VISIBLE_DEVICES), tp_groups, env, flags, fits, reason,
-    source (inventory|chosen per size) and problems ({variable, message, suggested}).
+    gpus: GPU facts (index, name, memory_mib, pcie_gen_max, pcie_width_current, ...), in the order of the
+    topology matrix. model: ParallelDims, a ModelArchitecture or a mapping of the same names. topology:
+    ``{"matrix": [[cell, ...], ...], "p2p": [[...]]}``. requested: inventory settings (tensor_parallel_size,
+    pipeline_parallel_size, data_parallel_size, enable_expert_parallel, gpus). multi_node: ``{"nnodes": N,
+    "node_rank": r, "master_addr": "10.0.0.1"}``: TP inside the node, PP across nodes.
     """
     gpu_list = gpus_from_facts(gpus)
     if not gpu_list:
@@ -431,42 +459,11 @@ def select_layout(
     topo = Topology(gpu_list, topology)
     requested = dict(requested or {})
     available = [gpu.index for gpu in gpu_list]
-    env_base = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA's default order is fastest-first, not nvidia-smi's
-
-    if engine == "ollama":
-        chosen = [int(i) for i in requested.get("gpus") or available]
-        unknown = sorted(set(chosen) - set(available))
-        problems = []
-        if unknown:
-            problems.append(
-                {
-                    "variable": "ollama_gpus",
-                    "message": f"GPUs {unknown} are not on this host (it has {available})",
-                    "suggested": available,
-                }
-            )
-        visible = [i for i in chosen if i in available]
-        return {
-            "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1,
-            "data_parallel_size": 1,
-            "expert_parallel": False,
-            "gpus": visible,
-            "tp_groups": [[i] for i in visible],
-            "env": dict(env_base, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in visible)),
-            "flags": [],
-            "fits": True,
-            "reason": f"Ollama splits layers over the GPUs it sees: {','.join(str(i) for i in visible)}",
-            "source": {"gpus": "inventory" if requested.get("gpus") else "chosen"},
-            "problems": problems,
-        }
-
     dims = model if isinstance(model, ParallelDims) else ParallelDims.from_model(model)
     nnodes = int((multi_node or {}).get("nnodes") or 1)
     node_rank = int((multi_node or {}).get("node_rank") or 0)
     if nnodes < 1 or not 0 <= node_rank < nnodes:
         raise LayoutError(f"node_rank {node_rank} is outside 0..{nnodes - 1}; fix inferops_vllm_nodes")
-
     sizes = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     sizes_given = any(requested.get(k) not in (None, "") for k in sizes)
     chosen_gpus = [int(i) for i in requested.get("gpus") or []]
@@ -475,32 +472,73 @@ def select_layout(
     elif chosen_gpus and not sizes_given:
         # Only the GPU set is pinned: choose the layout among those GPUs.
         available = [i for i in available if i in chosen_gpus]
-    auto = _auto_layout(dims, topo, available, memory_fit, gpu_memory_utilization, nnodes)
-    if sizes_given:
-        result = _explicit_layout(dims, topo, available, requested, auto, memory_fit, gpu_memory_utilization, nnodes)
-    else:
-        result = auto
-        if chosen_gpus:
-            result["source"] = dict(result["source"], gpus="inventory")
-        if replicas and nnodes == 1:
-            _add_replicas(topo, available, result, memory_fit, gpu_memory_utilization)
+    options: List[Candidate] = []
+    largest: Optional[Candidate] = None
+    for world in range(1, len(available) + 1):
+        found = _candidates_for_world(dims, topo, available, world, nnodes)
+        if found:
+            largest = min(found, key=lambda c: _score(topo, c))
+        options += found
+    return LayoutSearch(
+        dims=dims,
+        topo=topo,
+        available=available,
+        requested=requested,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        multi_node=multi_node,
+        sizes_given=sizes_given,
+        chosen_gpus=chosen_gpus,
+        candidates=ranking(topo, options),
+        largest=largest,
+    )
 
+
+def auto_result(search: LayoutSearch, fitting: Optional[Candidate]) -> Dict[str, Any]:
+    """The automatic layout: the first ranked candidate that fits, or the largest one (``fits`` False)."""
+    source = {k: "chosen" for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")}
+    if search.chosen_gpus and not search.sizes_given:
+        source["gpus"] = "inventory"
+    if fitting is not None:
+        return {
+            "candidate": fitting,
+            "data_parallel_size": 1,
+            "fits": True,
+            "reason": _reason(search.topo, fitting, len(search.available), search.nnodes),
+            "source": source,
+        }
+    largest = search.largest or Candidate(tp=1, pp=search.nnodes, groups=[[search.available[0]]])
+    return {
+        "candidate": largest,
+        "data_parallel_size": 1,
+        "fits": False,
+        "reason": f"does not fit on {len(search.available)} GPU(s) x {search.nnodes} node(s) in any valid layout; "
+        f"showing TP={largest.tp} PP={largest.pp}",
+        "source": source,
+    }
+
+
+def finish_layout(search: LayoutSearch, result: Mapping[str, Any]) -> Dict[str, Any]:
+    """The layout as plain data: tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
+    expert_parallel, gpus (rank order: CUDA_VISIBLE_DEVICES), tp_groups, env, flags, fits, reason,
+    source (inventory|chosen per size) and problems ({variable, message, suggested})."""
+    topo, nnodes, multi_node = search.topo, search.nnodes, search.multi_node
     cand: Candidate = result["candidate"]
     dp = result["data_parallel_size"]
     env, flags, why = _needs(topo, cand)
     order = [i for g in cand.groups for i in g] + [i for g in result.get("replica_groups", []) for i in g]
-    env = dict(env_base, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in order), **env)
+    env = dict(_ENV_BASE, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in order), **env)
     pp_local = cand.pp // nnodes
     stage_memory = [min(topo.gpus[i].memory_mib for i in g) * len(g) for g in cand.groups]
     if pp_local > 1 and len(set(stage_memory)) > 1 and nnodes == 1:
-        partition = pp_layer_partition(dims.num_hidden_layers, stage_memory)
+        partition = pp_layer_partition(search.dims.num_hidden_layers, stage_memory)
         env["VLLM_PP_LAYER_PARTITION"] = ",".join(str(n) for n in partition)
         why.append(f"layers split by VRAM {env['VLLM_PP_LAYER_PARTITION']}")
     if nnodes > 1:
-        flags += ["--nnodes", str(nnodes), "--node-rank", str(node_rank)]
+        flags += ["--nnodes", str(nnodes), "--node-rank", str(search.node_rank)]
         if (multi_node or {}).get("master_addr"):
             flags += ["--master-addr", str(multi_node["master_addr"])]
-        if node_rank > 0:
+        if search.node_rank > 0:
             flags.append("--headless")
     reason = result["reason"]
     if why:
@@ -521,40 +559,76 @@ def select_layout(
     }
 
 
-def _auto_layout(
-    dims: ParallelDims,
-    topo: Topology,
-    available: Sequence[int],
-    memory_fit: MemoryFit,
-    utilization: float,
-    nnodes: int,
-) -> Dict[str, Any]:
-    source = {k: "chosen" for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")}
-    largest: Optional[Candidate] = None
-    for world in range(1, len(available) + 1):
-        options = _candidates_for_world(dims, topo, available, world, nnodes)
-        if options:
-            largest = min(options, key=lambda c: _score(topo, c))
-        fitting = [c for c in options if _fits(memory_fit, topo, c, utilization)]
-        if fitting:
-            best = min(fitting, key=lambda c: _score(topo, c))
-            return {
-                "candidate": best,
-                "data_parallel_size": 1,
-                "fits": True,
-                "reason": _reason(topo, best, len(available), nnodes),
-                "source": source,
+_ENV_BASE = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA's default order is fastest-first, not nvidia-smi's
+
+
+def ollama_layout(gpus: Sequence[Mapping[str, Any]], requested: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Ollama's GPU set: every GPU it may see (``ollama_gpus``); it splits layers over them itself."""
+    gpu_list = gpus_from_facts(gpus)
+    if not gpu_list:
+        raise LayoutError("no GPUs: gather gpu_facts or declare inferops_gpus")
+    available = [gpu.index for gpu in gpu_list]
+    requested = dict(requested or {})
+    chosen = [int(i) for i in requested.get("gpus") or available]
+    unknown = sorted(set(chosen) - set(available))
+    problems = []
+    if unknown:
+        problems.append(
+            {
+                "variable": "ollama_gpus",
+                "message": f"GPUs {unknown} are not on this host (it has {available})",
+                "suggested": available,
             }
-    if largest is None:
-        largest = Candidate(tp=1, pp=nnodes, groups=[[available[0]]])
+        )
+    visible = [i for i in chosen if i in available]
     return {
-        "candidate": largest,
+        "tensor_parallel_size": 1,
+        "pipeline_parallel_size": 1,
         "data_parallel_size": 1,
-        "fits": False,
-        "reason": f"does not fit on {len(available)} GPU(s) x {nnodes} node(s) in any valid layout; "
-        f"showing TP={largest.tp} PP={largest.pp}",
-        "source": source,
+        "expert_parallel": False,
+        "gpus": visible,
+        "tp_groups": [[i] for i in visible],
+        "env": dict(_ENV_BASE, CUDA_VISIBLE_DEVICES=",".join(str(i) for i in visible)),
+        "flags": [],
+        "fits": True,
+        "reason": f"Ollama splits layers over the GPUs it sees: {','.join(str(i) for i in visible)}",
+        "source": {"gpus": "inventory" if requested.get("gpus") else "chosen"},
+        "problems": problems,
     }
+
+
+def select_layout(
+    gpus: Sequence[Mapping[str, Any]],
+    model: Any,
+    *,
+    topology: Optional[Mapping[str, Any]] = None,
+    memory_fit: MemoryFit = None,
+    gpu_memory_utilization: float = 0.9,
+    engine: str = "vllm",
+    requested: Optional[Mapping[str, Any]] = None,
+    replicas: bool = False,
+    multi_node: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Pick the layout for one host from a memory need given as data (the parallel_layout filter).
+
+    memory_fit: the total bytes the model needs (spread evenly), or a mapping ``(tp, pp)`` -> per-GPU
+    bytes needed (or a bool verdict), or None (everything fits). The plan does not use this: its planner
+    loop budgets each ranked candidate of ``layout_search`` itself. replicas: one replica per free slot
+    (data parallel) when the model fits fewer GPUs than the host has. Other arguments as ``layout_search``.
+    """
+    if engine == "ollama":
+        return ollama_layout(gpus, requested)
+    search = layout_search(gpus, model, topology=topology, requested=requested, multi_node=multi_node)
+    fitting = next((c for c in search.candidates if _fits(memory_fit, search.topo, c, gpu_memory_utilization)), None)
+    auto = auto_result(search, fitting)
+    if search.sizes_given:
+        result = explicit_result(search, auto["candidate"])
+        result["fits"] = result["fits"] and _fits(memory_fit, search.topo, result["candidate"], gpu_memory_utilization)
+    else:
+        result = auto
+        if replicas and search.nnodes == 1:
+            _add_replicas(search.topo, search.available, result, memory_fit, gpu_memory_utilization)
+    return finish_layout(search, result)
 
 
 def _reason(topo: Topology, cand: Candidate, host_gpus: int, nnodes: int) -> str:
@@ -595,17 +669,18 @@ def _add_replicas(
         result["reason"] += f"; {result['data_parallel_size']} data-parallel replicas (one per free GPU set)"
 
 
-def _explicit_layout(
-    dims: ParallelDims,
-    topo: Topology,
-    available: Sequence[int],
-    requested: Mapping[str, Any],
-    auto: Mapping[str, Any],
-    memory_fit: MemoryFit,
-    utilization: float,
-    nnodes: int,
-) -> Dict[str, Any]:
-    auto_cand: Candidate = auto["candidate"]
+def explicit_result(search: LayoutSearch, auto_cand: Candidate) -> Dict[str, Any]:
+    """The inventory's layout (sizes it left unset from ``auto_cand``) with the problems it has.
+
+    ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
+    """
+    dims, topo, available, requested, nnodes = (
+        search.dims,
+        search.topo,
+        search.available,
+        search.requested,
+        search.nnodes,
+    )
     # Sizes the inventory left unset come from the automatic choice.
     tp = int(requested.get("tensor_parallel_size") or auto_cand.tp)
     pp = int(requested.get("pipeline_parallel_size") or auto_cand.pp)
@@ -692,7 +767,7 @@ def _explicit_layout(
             )
             groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]
     cand = Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep)
-    fits = needed <= len(available) and _fits(memory_fit, topo, cand, utilization)
+    fits = needed <= len(available)
     reason = f"inventory layout TP={tp} PP={pp} DP={dp}"
     links = _describe_links(topo, groups)
     if links:

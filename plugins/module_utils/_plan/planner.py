@@ -32,16 +32,24 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     VLLM_SETTINGS,
-    choose_vllm_settings,
+    ResolvedSettings,
+    SettingsContext,
+    refine_with_budget,
+    resolve_vllm_settings,
+    settings_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
     estimate_weights,
     quantization_from_name,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
+    _cc as capability_x10,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     check_ollama,
@@ -57,7 +65,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _plain,
     validate_inputs,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import select_layout
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    auto_result,
+    explicit_result,
+    finish_layout,
+    layout_search,
+    ollama_layout,
+)
 
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
@@ -294,7 +308,7 @@ def _ollama_model_budget(
                 f"({model.get('file') or 'inferops_model.file'}) as listed on its Hugging Face page"
             ]
         )
-    layout = select_layout(gear.gpus, architecture, topology=gear.topology, engine="ollama", requested={"gpus": gpus})
+    layout = ollama_layout(gear.gpus, requested={"gpus": gpus})
     by_index = {int(g["index"]): g for g in gear.gpus}
     budget_gpus = [
         {
@@ -486,6 +500,80 @@ def _measured_overhead(
     return int(float(measured["overhead_gib"]) * GIB), None
 
 
+def _settings_context(
+    inputs: HostInputs, checkpoint: ModelArchitecture, served: ModelArchitecture, gpus: Sequence[Mapping[str, Any]]
+) -> SettingsContext:
+    """What the release defaults and the plan's choices depend on: the release, the model, the engine's GPUs."""
+    smallest = min(gpus, key=lambda g: int(g["memory_mib"]))
+    capabilities = [c for c in (capability_x10(g) for g in gpus) if c is not None]
+    return SettingsContext(
+        version=vllm_version(inputs.engine_version),
+        checkpoint=checkpoint,
+        served=served,
+        gpu_total_bytes=cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"])),
+        gpu_name=str(smallest.get("name") or ""),
+        compute_capability=smallest.get("compute_capability"),
+        min_capability=min(capabilities) if capabilities else None,
+        repo=inputs.model["repo"],
+    )
+
+
+# A fixed point is reached in two or three rounds (batch size, then max_num_seqs); this bounds the loop.
+_MAX_REFINE_ROUNDS = 8
+
+
+@dataclass
+class _Evaluation:
+    """One candidate layout resolved and budgeted: the settings and the budget computed with them."""
+
+    settings: ResolvedSettings
+    budget: Dict[str, Any]
+
+    @property
+    def fits(self) -> bool:
+        return bool(_figures(self.budget)["fits"])
+
+
+def _evaluate(
+    ctx: SettingsContext,
+    inputs: HostInputs,
+    served: ModelArchitecture,
+    weights: Any,
+    measured: Optional[Mapping[str, Any]],
+    context: Mapping[str, Any],
+    tp: int,
+    pp: int,
+) -> _Evaluation:
+    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle."""
+    overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    choices: Dict[str, Any] = {}
+    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
+
+    def budget() -> Dict[str, Any]:
+        return vllm_memory_budget(
+            served,
+            ctx.version,
+            ctx.gpu_total_bytes,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            weights=weights,
+            settings=settings.values,
+            gpu_name=ctx.gpu_name,
+            compute_capability=ctx.compute_capability,
+            measured_overhead_bytes=overhead,
+        )
+
+    figures = budget()
+    for _round in range(_MAX_REFINE_ROUNDS):
+        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
+        if not changes:
+            break
+        choices.update(changes)
+        settings = resolve_vllm_settings(ctx, inputs.settings, choices)
+        figures = budget()
+    return _Evaluation(settings, figures)
+
+
 def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     version = inputs.engine_version
     architecture, served, entry = _architecture(inputs)
@@ -500,63 +588,31 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
     )
     by_index = {int(g["index"]): g for g in gear.gpus}
     allowed = inputs.gpus or list(by_index)
-    smallest = min((by_index[i] for i in allowed if i in by_index), key=lambda g: int(g["memory_mib"]))
-    gpu_total = cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"]))
+    engine_gpus = [by_index[i] for i in allowed if i in by_index]
+    ctx = _settings_context(inputs, architecture, served, engine_gpus)
     context = {
         "vllm_version": version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
         **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
     }
+    evaluations: Dict[Tuple[int, int], Optional[_Evaluation]] = {}
 
-    def budget(settings: Mapping[str, Any], tp: int, pp: int) -> Dict[str, Any]:
-        overhead, _note = _measured_overhead(
-            measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
-        )
-        return vllm_memory_budget(
-            served,
-            version,
-            gpu_total,
-            tensor_parallel_size=tp,
-            pipeline_parallel_size=pp,
-            weights=weights,
-            settings=settings,
-            gpu_name=str(smallest.get("name") or ""),
-            compute_capability=smallest.get("compute_capability"),
-            measured_overhead_bytes=overhead,
-        )
+    def evaluation(tp: int, pp: int) -> Optional[_Evaluation]:
+        """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
+        if (tp, pp) not in evaluations:
+            try:
+                evaluations[(tp, pp)] = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+            except ValueError:
+                evaluations[(tp, pp)] = None
+        return evaluations[(tp, pp)]
 
-    resolved_by_layout: Dict[Tuple[int, int], Tuple[Dict[str, Any], Dict[str, Any]]] = {}
-
-    def resolve(tp: int, pp: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        """(settings chosen by checks.py, budget with them) for one layout: unset settings depend on it."""
-        if (tp, pp) not in resolved_by_layout:
-            chosen = choose_vllm_settings(
-                version=version,
-                model=architecture,
-                gpus=[by_index[i] for i in allowed if i in by_index],
-                inventory=requested,
-                repo=inputs.model["repo"],
-                budget=lambda settings: budget(settings, tp, pp),
-            )
-            values = {name: entry["value"] for name, entry in chosen.items()}
-            values.update({k: v for k, v in requested.items() if k not in values})
-            resolved_by_layout[(tp, pp)] = chosen, budget(values, tp, pp)
-        return resolved_by_layout[(tp, pp)]
-
-    def memory_fit(tp: int, pp: int) -> bool:
-        try:
-            figures = resolve(tp, pp)[1]
-        except ValueError:
-            return False  # the split itself is invalid for this model
-        return bool(_figures(figures)["fits"])
-
-    layout = select_layout(
+    # The planner loop: the layout code ranks every valid layout; each is resolved, budgeted and kept
+    # when its KV cache holds a request; the first that fits wins.
+    search = layout_search(
         gear.gpus,
         architecture,
         topology=gear.topology,
-        memory_fit=memory_fit,
-        engine="vllm",
         requested={
             "tensor_parallel_size": requested.get("tensor_parallel_size"),
             "pipeline_parallel_size": requested.get("pipeline_parallel_size"),
@@ -565,10 +621,25 @@ def _vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[st
             "gpus": inputs.gpus,
         },
     )
+    fitting = None
+    for candidate in search.candidates:
+        found = evaluation(candidate.tp, candidate.pp)
+        if found is not None and found.fits:
+            fitting = candidate
+            break
+    result = auto_result(search, fitting)
+    if search.sizes_given:
+        result = explicit_result(search, result["candidate"])
+        found = evaluation(result["candidate"].tp, result["candidate"].pp)
+        result["fits"] = bool(result["fits"] and found is not None and found.fits)
+    layout = finish_layout(search, result)
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
-    chosen, figures = resolve(tp, pp)
-    settings = _vllm_settings(inputs, layout, chosen, figures)
+    chosen = evaluation(tp, pp)
+    if chosen is None:  # the layout itself is invalid for the model: the budget states why
+        _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+    resolved_settings, figures = chosen.settings, chosen.budget
+    settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
     environment = _environment(layout["env"], {}, inputs.environment)
     findings = plan_findings(
@@ -680,46 +751,6 @@ def _figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 _SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
-_SOURCE_REASON = {"derived": "derived by vLLM from the settings above"}
-
-
-def _vllm_settings(
-    inputs: HostInputs, layout: Mapping[str, Any], chosen: Mapping[str, Mapping[str, Any]], figures: Mapping[str, Any]
-) -> Dict[str, Dict[str, Any]]:
-    """Every resolved setting, in the order of VLLM_SETTINGS: inventory, chosen (checks.py) or default."""
-    budget_settings = figures["settings"]
-    layout_source = layout.get("source") or {}
-    result: Dict[str, Dict[str, Any]] = {}
-    for setting in VLLM_SETTINGS:
-        name = setting.name
-        if name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-            source = layout_source.get(name, "chosen")
-            reason = None if source == "inventory" else layout["reason"]
-            result[name] = resolved(int(layout[name]), source, reason)
-        elif name == "max_model_len" and inputs.settings.get(name) == "auto":
-            result[name] = resolved(
-                int(figures["max_model_len"]),
-                "inventory",
-                "auto (-1): the longest length whose request fits the KV cache",
-            )
-        elif name in inputs.settings:
-            result[name] = resolved(inputs.settings[name], "inventory")
-        elif setting.flag in (layout.get("flags") or []):
-            result[name] = resolved(True, "chosen", layout["reason"])
-        elif name in chosen:
-            entry = chosen[name]
-            result[name] = resolved(entry["value"], entry["source"], entry.get("reason"))
-        elif name in budget_settings and budget_settings[name]["value"] is not None:
-            entry = budget_settings[name]
-            source = entry["source"] if entry["source"] in ("inventory", "default", "chosen") else "default"
-            reason = _SOURCE_REASON.get(entry["source"], f"vLLM {inputs.engine_version} default")
-            if name == "block_size" and figures["block_size"] != entry["value"]:
-                reason += (
-                    f"; vLLM raises the attention block to {figures['block_size']} tokens so that one page holds "
-                    "a sequence's Mamba/GDN state (memory.block_size)"
-                )
-            result[name] = resolved(entry["value"], source, reason)
-    return result
 
 
 def _vllm_memory(figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:

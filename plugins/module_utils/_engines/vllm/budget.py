@@ -8,15 +8,14 @@ logs them ("Model loading took", "Available KV cache memory"). GiB = 2**30.
 
 Public API:
 
-``settings`` (a Mapping, every key optional; unset means "what vLLM picks"): ``max_model_len`` (int, or
-    -1 / "auto" for vLLM's auto-fit), ``gpu_memory_utilization``, ``kv_cache_memory_bytes``,
+``settings``: the resolved values (``_engines/vllm/settings.py`` resolve_vllm_settings(...).values; the
+    budget never picks a default and refuses a mapping without the names in BUDGET_SETTINGS): ``max_model_len``
+    (int, or "auto" for vLLM's auto-fit), ``gpu_memory_utilization``, ``kv_cache_memory_bytes``,
     ``kv_cache_dtype``, ``max_num_seqs``, ``max_num_batched_tokens``, ``enable_prefix_caching``,
     ``mamba_cache_mode``, ``mamba_cache_dtype``, ``mamba_ssm_cache_dtype``, ``block_size``,
     ``num_speculative_tokens`` or ``speculative_config`` (``{method, num_speculative_tokens}``; drafts enlarge
     the GDN conv state, an MTP method also loads the MTP block and adds its layer to the KV cache),
     ``enforce_eager``, ``max_cudagraph_capture_size``, ``language_model_only``.
-``resolve_settings(arch, version, gpu_total_bytes, settings=None, gpu_name="", compute_capability=None) -> dict``:
-    every memory-relevant setting as ``{name: {"value": v, "source": "inventory"|"default"|"derived"}}``.
 ``kv_cache_layout(arch, version, settings, tensor_parallel_size=1, compute_capability=None,
     cuda_runtime=None, max_model_len=None) -> dict``: per-layer page sizes, hybrid block size, KV
     cache groups, bytes per block and blocks per request (no memory figures needed).
@@ -59,7 +58,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
-    batch_defaults,
     first_release_with,
     uses_model_runner_v2,
     vllm_version,
@@ -160,102 +158,33 @@ def _era(version: VllmVersion) -> str:
 # ----------------------------------------------------------------------------------------------------
 # Settings
 
+# What the budget reads. The values come resolved (_engines/vllm/settings.py resolve_vllm_settings): the
+# budget never picks a default.
+BUDGET_SETTINGS = (
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_cache_dtype",
+    "max_model_len",
+    "enable_prefix_caching",
+    "num_speculative_tokens",
+    "speculative_method",
+    "enforce_eager",
+    "language_model_only",
+    "max_cudagraph_capture_size",
+    "block_size",
+)
 
-def _setting(settings: Mapping, name: str) -> Any:
-    value = settings.get(name)
-    return None if value is None or value == "" else value
 
-
-def resolve_settings(
-    arch: ModelArchitecture,
-    version: VllmVersion,
-    gpu_total_bytes: int,
-    settings: Optional[Mapping] = None,
-    gpu_name: str = "",
-    compute_capability: Optional[str] = None,
-) -> Dict[str, Dict[str, Any]]:
-    """Memory-relevant engine settings with where each value came from."""
-    given = dict(settings or {})
-    resolved: Dict[str, Dict[str, Any]] = {}
-
-    def put(name: str, default: Any, source: str = "default") -> Any:
-        value = _setting(given, name)
-        if value is not None:
-            resolved[name] = {"value": value, "source": "inventory"}
-            return value
-        resolved[name] = {"value": default, "source": source}
-        return default
-
-    util = put("gpu_memory_utilization", version.default_gpu_memory_utilization)
-    if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 < float(util) <= 1:
-        raise ValueError(f"vllm_gpu_memory_utilization must be a number in (0, 1], got {util!r}")
-    kv_bytes = _setting(given, "kv_cache_memory_bytes")
-    resolved["kv_cache_memory_bytes"] = {
-        "value": parse_human_int(kv_bytes) if kv_bytes is not None else None,
-        "source": "inventory" if kv_bytes is not None else "default",
-    }
-    defaults = batch_defaults(version, gpu_total_bytes, gpu_name, compute_capability)
-    put("max_num_seqs", defaults["max_num_seqs"])
-    put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
-    auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
-    if auto_kv and version.at_least(0, 14, 0):
-        kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
-    else:
-        kv_dtype = str(put("kv_cache_dtype", "auto"))
-    if kv_dtype == "auto" and auto_kv and version.at_least(0, 14, 0):
-        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
-        resolved["kv_cache_dtype"] = {"value": auto_kv, "source": "derived"}
-        kv_dtype = auto_kv
-    if kv_dtype not in version.kv_cache_dtypes:
+def _resolved(settings: Optional[Mapping]) -> Dict[str, Any]:
+    values = dict(settings or {})
+    missing = [name for name in BUDGET_SETTINGS if name not in values]
+    if missing:
         raise ValueError(
-            f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
-            f"{', '.join(version.kv_cache_dtypes)} (vllm_kv_cache_dtype)"
+            f"the memory budget takes resolved settings (settings.resolve_vllm_settings); missing: {', '.join(missing)}"
         )
-    max_len = _setting(given, "max_model_len")
-    if max_len is None:
-        resolved["max_model_len"] = {"value": derived_max_model_len(arch, version), "source": "default"}
-    elif max_len in (-1, "-1", "auto"):
-        resolved["max_model_len"] = {"value": "auto", "source": "inventory"}
-    else:
-        resolved["max_model_len"] = {"value": int(parse_human_int(max_len)), "source": "inventory"}
-    default_prefix = version.hybrid_prefix_caching_default if arch.is_hybrid else True
-    prefix = bool(put("enable_prefix_caching", default_prefix))
-    if arch.is_hybrid:
-        mode = _setting(given, "mamba_cache_mode")
-        if mode is None:
-            # models/config.py MambaModelConfig.verify_and_update_config
-            resolved["mamba_cache_mode"] = {"value": "align" if prefix else "none", "source": "derived"}
-        else:
-            if mode not in version.mamba_cache_modes:
-                raise ValueError(
-                    f"vllm_mamba_cache_mode {mode!r} is not accepted by vLLM {version.text}: "
-                    f"use one of {', '.join(version.mamba_cache_modes)}"
-                )
-            resolved["mamba_cache_mode"] = {"value": mode, "source": "inventory"}
-        put("mamba_cache_dtype", "auto")
-        ssm_default = "auto"
-        if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
-            ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
-        put("mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
-    spec = given.get("speculative_config")
-    spec = dict(spec) if isinstance(spec, Mapping) else {}
-    if _setting(given, "num_speculative_tokens") is None and spec.get("num_speculative_tokens") is not None:
-        resolved["num_speculative_tokens"] = {"value": int(spec["num_speculative_tokens"]), "source": "inventory"}
-    else:
-        put("num_speculative_tokens", 0)
-    method = str(spec.get("method") or ("mtp" if resolved["num_speculative_tokens"]["value"] else ""))
-    # MTP drafts (method mtp, qwen3_next_mtp, deepseek_mtp...) add the checkpoint's MTP layer to the KV cache
-    resolved["speculative_method"] = {"value": method or None, "source": "inventory" if spec else "default"}
-    put("enforce_eager", False)
-    put("language_model_only", False)
-    max_seqs = resolved["max_num_seqs"]["value"]
-    put("max_cudagraph_capture_size", min(int(max_seqs) * 2, 512), "derived")
-    put("block_size", MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
-    return resolved
-
-
-def _values(resolved: Mapping) -> Dict[str, Any]:
-    return {name: entry["value"] for name, entry in resolved.items()}
+    return values
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -639,7 +568,7 @@ def kv_bytes_available_per_gpu(
     """KV bytes the worst rank gets for this layout (negative when weights and overhead do not fit)."""
     version = _version(vllm_version)
     _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
-    values = _values(resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name, compute_capability))
+    values = _resolved(settings)
     if values["kv_cache_memory_bytes"] is not None:
         return int(values["kv_cache_memory_bytes"])
     per_rank = weights_per_rank(arch, _weights(arch, weights, values), tensor_parallel_size, pipeline_parallel_size)
@@ -710,8 +639,7 @@ def vllm_memory_budget(
     version = _version(vllm_version)
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate_layout(arch, tp, pp, gpu_total_bytes)
-    resolved = resolve_settings(arch, version, gpu_total_bytes, settings, gpu_name, compute_capability)
-    values = _values(resolved)
+    values = _resolved(settings)
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
     loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
@@ -729,7 +657,6 @@ def vllm_memory_budget(
     kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
     if values["max_model_len"] == "auto":
         fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
-        resolved["max_model_len"] = {"value": fitted, "source": "derived"}
         values["max_model_len"] = probe["max_model_len"] = fitted
         stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
         kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
@@ -760,7 +687,7 @@ def vllm_memory_budget(
     return {
         "vllm_version": version.text,
         "version_behaviour": version.to_dict(),
-        "settings": resolved,
+        "settings": values,
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "gpu_total_bytes": gpu_total_bytes,

@@ -1,20 +1,41 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""vLLM's settings: each declared once (name, `vllm serve` flag, type, range, last release that has it)."""
+"""vLLM's settings: each declared once, and the one resolver that gives every setting its value.
+
+``VLLM_SETTINGS`` declares each setting once (name, `vllm serve` flag, type, range, last release that has
+it). ``resolve_vllm_settings`` applies, in this order: the inventory, the pinned release's default (a
+function of the release and the GPU class), what vLLM derives from other settings, and the plan's own
+choice where the release default would fail a check (parsers for the model family, FP8 KV cache on GPUs
+with native FP8, a batch size for the hybrid block, ``max_num_seqs`` within the KV cache). The memory
+budget takes the resolved values and never picks a default. Two choices depend on the budget (the hybrid
+block size, the KV capacity): ``refine_with_budget`` proposes them from a budget of the current values, and
+the planner loop (``_plan/planner.py``) resolves again until nothing changes. No callbacks.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import batch_defaults, vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
+    KERNEL_BLOCK_ALIGNMENT,
+    MLA_BLOCK_SIZE,
+    derived_max_model_len,
+    parse_human_int,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    VllmVersion,
+    batch_defaults,
+    vllm_version,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     FAMILIES,
     REASONING_PARSERS,
     TOOL_PARSERS,
     _arch_dict,
-    _cc,
     _first_available,
     _fmt,
     _prefix_caching,
@@ -77,45 +98,146 @@ VLLM_SETTINGS: Tuple[Setting, ...] = (
 
 # --------------------------------------------------------------------------- resolution
 
+Entry = Dict[str, Any]  # {"value", "source": inventory|default|derived|chosen, "reason"?}
 
-def choose_vllm_settings(
-    *,
-    version: str,
-    model: Any,
-    gpus: Sequence[Mapping[str, Any]],
-    inventory: Mapping[str, Any],
-    repo: str = "",
-    budget: Optional[Callable[[Mapping[str, Any]], Mapping[str, Any]]] = None,
-) -> Dict[str, Dict[str, Any]]:
-    """Resolve the settings the inventory left unset so that every check passes.
 
-    inventory: settings given by the user (snake_case `vllm serve` names, unset keys absent or None).
-    budget: callable(settings) -> vllm_budget.vllm_memory_budget() result for those settings (the
-    caller binds architecture, GPU and layout); it supplies the hybrid block size and the KV capacity.
-    Returns ``{name: {"value", "source": "inventory|default|chosen", "reason"}}``.
+@dataclass(frozen=True)
+class SettingsContext:
+    """What the release defaults and the plan's choices depend on, for one host and engine GPU set.
+
+    checkpoint: the model as its config states it (family, parsers, hybrid layers); served: as vLLM sees it
+    after ``--hf-overrides``. gpu_*: the smallest GPU given to the engine (CUDA's total, as vLLM reads it);
+    min_capability: the lowest compute capability x10 among them.
     """
-    vv = vllm_version(version)
-    ver = vv.number
-    arch = _arch_dict(model)
+
+    version: VllmVersion
+    checkpoint: ModelArchitecture
+    served: ModelArchitecture
+    gpu_total_bytes: int
+    gpu_name: str = ""
+    compute_capability: Optional[str] = None
+    min_capability: Optional[int] = None
+    repo: str = ""
+
+
+@dataclass
+class ResolvedSettings:
+    """entries: every setting as the plan reports it; values: what vLLM runs with (the budget's input)."""
+
+    entries: Dict[str, Entry] = field(default_factory=dict)
+    values: Dict[str, Any] = field(default_factory=dict)
+
+
+def _unset(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def _entry(value: Any, source: str, reason: Optional[str] = None) -> Entry:
+    entry: Entry = {"value": value, "source": source}
+    if reason:
+        entry["reason"] = reason
+    return entry
+
+
+def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str, Entry]:
+    """The pinned release's defaults and what vLLM derives, for every memory-relevant setting.
+
+    given: values already fixed (inventory, then the plan's choices). Source "derived" marks a value
+    vLLM computes from other settings or from the checkpoint (engine/arg_utils.py, config/model.py).
+    """
+    arch, version = ctx.served, ctx.version
+    resolved: Dict[str, Entry] = {}
+
+    def put(name: str, default: Any, source: str = "default") -> Any:
+        value = given.get(name)
+        if not _unset(value):
+            resolved[name] = _entry(value, "inventory")
+            return value
+        resolved[name] = _entry(default, source)
+        return default
+
+    util = put("gpu_memory_utilization", version.default_gpu_memory_utilization)
+    if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 < float(util) <= 1:
+        raise ValueError(f"vllm_gpu_memory_utilization must be a number in (0, 1], got {util!r}")
+    kv_bytes = given.get("kv_cache_memory_bytes")
+    resolved["kv_cache_memory_bytes"] = _entry(
+        None if _unset(kv_bytes) else parse_human_int(kv_bytes), "default" if _unset(kv_bytes) else "inventory"
+    )
+    defaults = batch_defaults(version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    put("max_num_seqs", defaults["max_num_seqs"])
+    put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
+    auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
+    if auto_kv and version.at_least(0, 14, 0):
+        kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
+    else:
+        kv_dtype = str(put("kv_cache_dtype", "auto"))
+    if kv_dtype == "auto" and auto_kv and version.at_least(0, 14, 0):
+        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
+        resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
+        kv_dtype = auto_kv
+    if kv_dtype not in version.kv_cache_dtypes:
+        raise ValueError(
+            f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
+            f"{', '.join(version.kv_cache_dtypes)} (vllm_kv_cache_dtype)"
+        )
+    max_len = given.get("max_model_len")
+    if _unset(max_len):
+        resolved["max_model_len"] = _entry(derived_max_model_len(arch, version), "default")
+    elif max_len in (-1, "-1", "auto"):
+        resolved["max_model_len"] = _entry("auto", "inventory")
+    else:
+        resolved["max_model_len"] = _entry(int(parse_human_int(max_len)), "inventory")
+    default_prefix = version.hybrid_prefix_caching_default if arch.is_hybrid else True
+    prefix = bool(put("enable_prefix_caching", default_prefix))
+    if arch.is_hybrid:
+        mode = given.get("mamba_cache_mode")
+        if _unset(mode):
+            # models/config.py MambaModelConfig.verify_and_update_config
+            resolved["mamba_cache_mode"] = _entry("align" if prefix else "none", "derived")
+        else:
+            if mode not in version.mamba_cache_modes:
+                raise ValueError(
+                    f"vllm_mamba_cache_mode {mode!r} is not accepted by vLLM {version.text}: "
+                    f"use one of {', '.join(version.mamba_cache_modes)}"
+                )
+            resolved["mamba_cache_mode"] = _entry(mode, "inventory")
+        put("mamba_cache_dtype", "auto")
+        ssm_default = "auto"
+        if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
+            ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
+        put("mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
+    spec = given.get("speculative_config")
+    spec = dict(spec) if isinstance(spec, Mapping) else {}
+    if _unset(given.get("num_speculative_tokens")) and spec.get("num_speculative_tokens") is not None:
+        resolved["num_speculative_tokens"] = _entry(int(spec["num_speculative_tokens"]), "inventory")
+    else:
+        put("num_speculative_tokens", 0)
+    method = str(spec.get("method") or ("mtp" if resolved["num_speculative_tokens"]["value"] else ""))
+    # MTP drafts (method mtp, qwen3_next_mtp, deepseek_mtp...) add the checkpoint's MTP layer to the KV cache
+    resolved["speculative_method"] = _entry(method or None, "inventory" if spec else "default")
+    put("enforce_eager", False)
+    put("language_model_only", False)
+    max_seqs = resolved["max_num_seqs"]["value"]
+    put("max_cudagraph_capture_size", min(int(max_seqs) * 2, 512), "derived")
+    put("block_size", MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
+    return resolved
+
+
+def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any]) -> Dict[str, Entry]:
+    """The plan's values for settings the inventory left unset that do not depend on the memory budget."""
+    vv, ver = ctx.version, ctx.version.number
+    arch = _arch_dict(ctx.checkpoint)
     hybrid = bool(arch.get("is_hybrid"))
-    ccs = [c for c in (_cc(g) for g in gpus) if c is not None]
-    cc = min(ccs) if ccs else None
-    smallest = min(gpus, key=lambda g: int(g.get("memory_mib") or 0)) if gpus else {}
-    defaults = batch_defaults(vv, int(smallest.get("memory_mib") or 0) << 20, str(smallest.get("name") or ""))
-    default_batched, default_seqs = defaults["max_num_batched_tokens"], defaults["max_num_seqs"]
-    out: Dict[str, Dict[str, Any]] = {}
+    cc = ctx.min_capability
+    out: Dict[str, Entry] = {}
 
     def given(name: str) -> bool:
-        value = inventory.get(name)
-        if value is None or value == "":
-            return False
-        out[name] = {"value": value, "source": "inventory", "reason": "set in the inventory"}
-        return True
+        return not _unset(inventory.get(name))
 
     def choose(name: str, value: Any, reason: str, source: str = "chosen") -> None:
-        out[name] = {"value": value, "source": source, "reason": reason}
+        out[name] = _entry(value, source, reason)
 
-    family = FAMILIES.get(model_family(arch, repo) or "")
+    family = FAMILIES.get(model_family(arch, ctx.repo) or "")
     if not given("tool_call_parser"):
         parser = _first_available(TOOL_PARSERS, family.tool, ver) if family else None
         if parser:
@@ -123,7 +245,7 @@ def choose_vllm_settings(
         else:
             choose("tool_call_parser", None, "no tool-call format known for this model family", "default")
     if not given("enable_auto_tool_choice"):
-        on = bool(out["tool_call_parser"]["value"])
+        on = bool(inventory.get("tool_call_parser") or out["tool_call_parser"]["value"])
         choose(
             "enable_auto_tool_choice",
             on,
@@ -136,13 +258,12 @@ def choose_vllm_settings(
             choose("reasoning_parser", parser, f"{family.name} family emits <think> blocks split by '{parser}'")
         else:
             choose("reasoning_parser", None, "the model family has no reasoning parser", "default")
-
     if not given("kv_cache_dtype"):
         if cc is not None and cc >= 89 and predicted_backend(ver, cc, "fp8", False):
             choose("kv_cache_dtype", "fp8", f"compute capability {cc / 10:.1f} has native FP8: half the KV memory")
         else:
             choose("kv_cache_dtype", "auto", "KV cache in the model dtype (no native FP8 on this GPU)", "default")
-    kv = str(out["kv_cache_dtype"]["value"] or "auto")
+    kv = str(inventory.get("kv_cache_dtype") or out["kv_cache_dtype"]["value"] or "auto")
     sinks = str(arch.get("architecture", "")).startswith("GptOss")
     if not given("attention_backend"):
         pick = predicted_backend(ver, cc, kv, sinks) if cc is not None else None
@@ -154,7 +275,6 @@ def choose_vllm_settings(
             else "left to vLLM",
             "default",
         )
-
     if not given("enable_prefix_caching"):
         on = _prefix_caching(vv, {}, hybrid)
         reason = (
@@ -163,9 +283,9 @@ def choose_vllm_settings(
             else "vLLM default (on)"
         )
         choose("enable_prefix_caching", on, reason, "default")
-    mode_settings = {"enable_prefix_caching": out["enable_prefix_caching"]["value"]}
-    mode_settings["mamba_cache_mode"] = inventory.get("mamba_cache_mode")
-    if hybrid:
+    if hybrid and not given("mamba_cache_mode"):
+        prefix = inventory.get("enable_prefix_caching")
+        mode_settings = {"enable_prefix_caching": out["enable_prefix_caching"]["value"] if _unset(prefix) else prefix}
         choose(
             "mamba_cache_mode",
             mamba_cache_mode(vv, mode_settings, hybrid),
@@ -179,49 +299,175 @@ def choose_vllm_settings(
             "the model's native context",
             "default",
         )
+    if not given("gpu_memory_utilization"):
+        choose("gpu_memory_utilization", vv.default_gpu_memory_utilization, f"vLLM {_fmt(ver)} default", "default")
+    return out
 
-    resolved = {name: entry["value"] for name, entry in out.items()}
-    resolved.update({k: v for k, v in inventory.items() if v not in (None, "")})
-    figures = dict(budget(resolved)) if budget else {}
-    block = figures.get("block_size")
-    if not given("max_num_batched_tokens"):
-        value, reason, source = default_batched, f"vLLM default for this GPU class ({default_batched})", "default"
+
+def resolve_vllm_settings(
+    ctx: SettingsContext, inventory: Mapping[str, Any], budget_choices: Optional[Mapping[str, Entry]] = None
+) -> ResolvedSettings:
+    """Every vLLM setting's value and where it came from: inventory -> release default -> derived -> chosen.
+
+    inventory: the settings set in the inventory (validated, snake_case names). budget_choices: values that
+    ``refine_with_budget`` chose from a budget of an earlier resolution (max_num_batched_tokens, max_num_seqs).
+    """
+    given = {name: value for name, value in inventory.items() if not _unset(value)}
+    chosen = _plan_choices(ctx, given)
+    defaults = batch_defaults(ctx.version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    for name in ("max_num_batched_tokens", "max_num_seqs"):
+        if name not in given:
+            chosen[name] = _entry(defaults[name], "default", f"vLLM default for this GPU class ({defaults[name]})")
+    chosen.update({name: entry for name, entry in (budget_choices or {}).items() if name not in given})
+    fixed = dict(given)
+    fixed.update({name: entry["value"] for name, entry in chosen.items() if entry["value"] is not None})
+    release = release_settings(ctx, fixed)
+    entries: Dict[str, Entry] = {}
+    for name in dict.fromkeys([*release, *chosen, *given]):
+        if name in given:
+            entries[name] = _entry(given[name], "inventory", "set in the inventory")
+        elif name in chosen:
+            entry = chosen[name]
+            derived = release.get(name)
+            if entry["source"] == "default" and derived and derived["source"] == "derived":
+                # vLLM replaces the release default itself (e.g. an "auto" KV dtype from the checkpoint's
+                # quantization config): report what it will run with.
+                entry = _entry(derived["value"], "derived")
+            entries[name] = entry
+        else:
+            entries[name] = release[name]
+    values = {name: entry["value"] for name, entry in release.items()}
+    values.update({name: value for name, value in given.items() if name not in values})
+    values.update({name: entry["value"] for name, entry in chosen.items() if name not in values})
+    return ResolvedSettings(entries=entries, values=values)
+
+
+def refine_with_budget(
+    ctx: SettingsContext,
+    inventory: Mapping[str, Any],
+    settings: ResolvedSettings,
+    figures: Mapping[str, Any],
+) -> Dict[str, Entry]:
+    """The budget-dependent choices that differ from ``settings``, given a budget of ``settings.values``.
+
+    max_num_batched_tokens: at least the hybrid block size where the release asserts it (align mode).
+    max_num_seqs: no more sequences than the KV cache holds at max_model_len, no more than half the blocks
+    pinned by recurrent state, and at most max_num_batched_tokens. Empty when nothing changes (the planner
+    loop stops); one setting at a time, batch size first, as each changes the budget.
+    """
+    vv, ver = ctx.version, ctx.version.number
+    hybrid = bool(ctx.checkpoint.is_hybrid)
+    defaults = batch_defaults(vv, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    values = settings.values
+    if _unset(inventory.get("max_num_batched_tokens")):
+        block = figures.get("block_size")
+        value, reason, source = (
+            defaults["max_num_batched_tokens"],
+            f"vLLM default for this GPU class ({defaults['max_num_batched_tokens']})",
+            "default",
+        )
         if (
             hybrid
             and block
             and int(block) > value
-            and mamba_cache_mode(vv, resolved, hybrid) == "align"
+            and mamba_cache_mode(vv, values, hybrid) == "align"
             and vv.align_block_size_assert
         ):
             value = suggested_batched_tokens(int(block))
             reason = f"at least the hybrid block size {block} (vLLM {_fmt(ver)} asserts it in align mode)"
             source = "chosen"
-        choose("max_num_batched_tokens", value, reason, source)
-        resolved["max_num_batched_tokens"] = value
-    if not given("max_num_seqs"):
-        value, reason, source = default_seqs, f"vLLM default for this GPU class ({default_seqs})", "default"
-        batched = int(resolved.get("max_num_batched_tokens") or default_batched)
-        # The sampler warm-up and CUDA graphs grow with max_num_seqs, so the KV capacity depends on the
-        # value being chosen: iterate to the fixed point (it settles in two or three rounds).
-        for _round in range(6) if budget else ():
-            figures = dict(budget(dict(resolved, max_num_seqs=value)))
-            fit, why = default_seqs, reason
-            concurrency = figures.get("max_concurrency")
-            if concurrency is not None and fit > max(1, math.floor(float(concurrency))):
-                fit = max(1, math.floor(float(concurrency)))
-                why = f"the KV cache holds {float(concurrency):.2f} sequences at max_model_len"
-            blocks = figures.get("num_blocks")
-            groups = (figures.get("layout") or {}).get("groups") or []
-            state = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
-            if hybrid and blocks and state and fit * state * 2 > int(blocks):
-                fit = max(1, int(blocks) // (2 * state))
-                why = f"each sequence pins {state} of {blocks} KV blocks for its recurrent state; half stay for tokens"
-            fit = min(fit, batched)
-            if fit == value:
-                break
-            value, reason, source = fit, why, "chosen" if fit != default_seqs else "default"
-        choose("max_num_seqs", min(value, batched), reason, source)
-    if not given("gpu_memory_utilization"):
-        util = vv.default_gpu_memory_utilization
-        choose("gpu_memory_utilization", util, f"vLLM {_fmt(ver)} default", "default")
-    return out
+        if value != values["max_num_batched_tokens"]:
+            return {"max_num_batched_tokens": _entry(value, source, reason)}
+    if _unset(inventory.get("max_num_seqs")):
+        default_seqs = defaults["max_num_seqs"]
+        fit, why = default_seqs, f"vLLM default for this GPU class ({default_seqs})"
+        concurrency = figures.get("max_concurrency")
+        if concurrency is not None and fit > max(1, math.floor(float(concurrency))):
+            fit = max(1, math.floor(float(concurrency)))
+            why = f"the KV cache holds {float(concurrency):.2f} sequences at max_model_len"
+        blocks = figures.get("num_blocks")
+        groups = (figures.get("layout") or {}).get("groups") or []
+        state = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
+        if hybrid and blocks and state and fit * state * 2 > int(blocks):
+            fit = max(1, int(blocks) // (2 * state))
+            why = f"each sequence pins {state} of {blocks} KV blocks for its recurrent state; half stay for tokens"
+        fit = min(fit, int(values["max_num_batched_tokens"]))
+        if fit != values["max_num_seqs"]:
+            return {"max_num_seqs": _entry(fit, "chosen" if fit != default_seqs else "default", why)}
+    return {}
+
+
+_SOURCE_REASON = {"derived": "derived by vLLM from the settings above"}
+
+
+def settings_section(
+    settings: ResolvedSettings,
+    inventory: Mapping[str, Any],
+    layout: Mapping[str, Any],
+    figures: Mapping[str, Any],
+    version_text: str,
+) -> Dict[str, Entry]:
+    """The plan's ``settings``: every setting in the order of VLLM_SETTINGS, with source and reason.
+
+    Sources shown: inventory, default (the release's or vLLM's own derivation) or chosen (the plan's).
+    The parallel sizes come from the layout; ``max_model_len: auto`` shows the length vLLM will fit.
+    """
+    layout_source = layout.get("source") or {}
+    result: Dict[str, Entry] = {}
+    for setting in VLLM_SETTINGS:
+        name = setting.name
+        entry = settings.entries.get(name)
+        if name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            source = layout_source.get(name, "chosen")
+            result[name] = _entry(int(layout[name]), source, None if source == "inventory" else layout["reason"])
+        elif name == "max_model_len" and inventory.get(name) == "auto":
+            result[name] = _entry(
+                int(figures["max_model_len"]),
+                "inventory",
+                "auto (-1): the longest length whose request fits the KV cache",
+            )
+        elif not _unset(inventory.get(name)):
+            result[name] = _entry(inventory[name], "inventory")
+        elif setting.flag in (layout.get("flags") or []):
+            result[name] = _entry(True, "chosen", layout["reason"])
+        elif entry is not None and (entry.get("reason") or entry["value"] is not None):
+            source = entry["source"] if entry["source"] in ("inventory", "default", "chosen") else "default"
+            reason = entry.get("reason") or _SOURCE_REASON.get(entry["source"], f"vLLM {version_text} default")
+            if name == "block_size" and figures["block_size"] != entry["value"]:
+                reason += (
+                    f"; vLLM raises the attention block to {figures['block_size']} tokens so that one page holds "
+                    "a sequence's Mamba/GDN state (memory.block_size)"
+                )
+            result[name] = _entry(entry["value"], source, reason)
+    return result
+
+
+def release_resolution(
+    arch: ModelArchitecture,
+    version: Any,
+    gpu_total_bytes: int,
+    settings: Optional[Mapping[str, Any]] = None,
+    gpu_name: str = "",
+    compute_capability: Optional[str] = None,
+) -> Dict[str, Entry]:
+    """A configuration as given plus the release's defaults and derivations, without the plan's choices.
+
+    For callers that budget a published or logged configuration exactly as it was run (the accuracy
+    report, the budget's tests): ``{name: {"value", "source"}}``; the values are what
+    ``vllm_memory_budget`` takes (``release_values``).
+    """
+    version = version if isinstance(version, VllmVersion) else vllm_version(str(version))
+    ctx = SettingsContext(
+        version=version,
+        checkpoint=arch,
+        served=arch,
+        gpu_total_bytes=gpu_total_bytes,
+        gpu_name=gpu_name,
+        compute_capability=compute_capability,
+    )
+    return release_settings(ctx, {k: v for k, v in (settings or {}).items() if not _unset(v)})
+
+
+def release_values(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+    """The values of ``release_resolution`` (same arguments): the input ``vllm_memory_budget`` takes."""
+    return {name: entry["value"] for name, entry in release_resolution(*args, **kwargs).items()}

@@ -9,7 +9,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import choose_vllm_settings
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    SettingsContext,
+    refine_with_budget,
+    release_values,
+    resolve_vllm_settings,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
@@ -45,10 +51,12 @@ def gpus(gpu: dict, count: int = 1) -> list:
 def budget_for(model, version, settings, gpu=None, tp=1):
     gpu = gpu or RTX_5060TI
     values = {k: v for k, v in settings.items() if v is not None}
+    total = cuda_total_bytes_from_nvidia_smi(gpu["memory_mib"])
+    values.update(release_values(model, version, total, values, gpu["name"], gpu["compute_capability"]))
     return vllm_memory_budget(
         model,
         version,
-        cuda_total_bytes_from_nvidia_smi(gpu["memory_mib"]),
+        total,
         tensor_parallel_size=tp,
         settings=values,
         gpu_name=gpu["name"],
@@ -609,6 +617,22 @@ def test_ollama_checks():
 # ------------------------------------------------------------------------------------ chosen defaults
 
 
+# The settings the plan chooses or reports with a reason (the rest are the release's own defaults).
+CHOOSER_NAMES = (
+    "tool_call_parser",
+    "enable_auto_tool_choice",
+    "reasoning_parser",
+    "kv_cache_dtype",
+    "attention_backend",
+    "enable_prefix_caching",
+    "mamba_cache_mode",
+    "max_model_len",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "gpu_memory_utilization",
+)
+
+
 def _choose_and_check(repo, version, gpu, count, inventory, quantization=None):
     model = arch(repo, quantization)
     tp = int(inventory.get("tensor_parallel_size") or 1)
@@ -616,10 +640,27 @@ def _choose_and_check(repo, version, gpu, count, inventory, quantization=None):
     def budget(settings):
         return budget_for(model, version, settings, gpu, tp)
 
-    chosen = choose_vllm_settings(
-        version=version, model=model, gpus=gpus(gpu, count), inventory=inventory, repo=repo, budget=budget
+    ctx = SettingsContext(
+        version=vllm_version(version),
+        checkpoint=model,
+        served=model,
+        gpu_total_bytes=cuda_total_bytes_from_nvidia_smi(gpu["memory_mib"]),
+        gpu_name=gpu["name"],
+        compute_capability=gpu["compute_capability"],
+        min_capability=int(float(gpu["compute_capability"]) * 10),
+        repo=repo,
     )
-    values = {name: entry["value"] for name, entry in chosen.items()}
+    # The planner loop: resolve, budget, refine the budget-dependent choices until they settle.
+    choices = {}
+    resolved = resolve_vllm_settings(ctx, inventory)
+    for _round in range(8):
+        changes = refine_with_budget(ctx, inventory, resolved, budget(resolved.values))
+        if not changes:
+            break
+        choices.update(changes)
+        resolved = resolve_vllm_settings(ctx, inventory, choices)
+    chosen = {name: entry for name, entry in resolved.entries.items() if name in CHOOSER_NAMES}
+    values = resolved.values
     findings = check_vllm(
         version=version, model=model, settings=values, gpus=gpus(gpu, count), repo=repo, budget=budget(values)
     )

@@ -48,7 +48,7 @@ def gpus(count: int, name: str = "NVIDIA A30", memory_mib: int = 24576, gen: int
 
 def needs(total_gib: float, overhead_gib: float = 1.0):
     """Per-GPU bytes for an even split of `total_gib` of weights and KV, plus a fixed per-GPU overhead."""
-    return lambda tp, pp: total_gib * GIB / (tp * pp) + overhead_gib * GIB
+    return {(tp, pp): total_gib * GIB / (tp * pp) + overhead_gib * GIB for tp in range(1, 17) for pp in range(1, 65)}
 
 
 # ------------------------------------------------------------------------------------ vLLM's hard rules
@@ -359,7 +359,9 @@ def test_memory_fit_accepts_a_total_and_a_verdict():
     g = gpus(2)
     by_total = select_layout(g, QWEN35_MOE, memory_fit=30 * GIB)
     assert by_total["tensor_parallel_size"] == 2
-    by_verdict = select_layout(g, QWEN35_MOE, memory_fit=lambda tp, pp: tp * pp >= 2)
+    by_verdict = select_layout(
+        g, QWEN35_MOE, memory_fit={(tp, pp): tp * pp >= 2 for tp in range(1, 5) for pp in range(1, 5)}
+    )
     assert by_verdict["tensor_parallel_size"] == 2
 
 

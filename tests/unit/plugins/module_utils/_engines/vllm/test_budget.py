@@ -13,6 +13,7 @@ import pathlib
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import budget as budget_module
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     GIB,
     _group_size,
@@ -23,13 +24,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     format_capacity_log,
     format_gib,
     gdn_state_bytes,
-    kv_bytes_available_per_gpu,
     kv_cache_layout,
     kv_capacity,
     overhead_estimate,
     parse_human_int,
-    resolve_settings,
-    vllm_memory_budget,
     weights_per_rank,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
@@ -39,6 +37,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.release
     uses_model_runner_v2,
     vllm_version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    release_resolution as resolve_settings,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import release_values
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import catalogue_ids, find_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
@@ -57,6 +59,21 @@ GPT_OSS_120B = find_model("openai/gpt-oss-120b").architecture()
 DEEPSEEK = find_model("deepseek-ai/DeepSeek-V3").architecture()
 H100 = int(79.18 * GIB)
 RTX5090 = int(31.36 * GIB)
+
+
+def vllm_memory_budget(arch, version, total, *args, settings=None, gpu_name="", compute_capability=None, **kwargs):
+    """The budget of a configuration as given: the release's defaults fill what it leaves unset."""
+    values = release_values(arch, version, total, settings, gpu_name, compute_capability)
+    return budget_module.vllm_memory_budget(
+        arch, version, total, *args, settings=values, gpu_name=gpu_name, compute_capability=compute_capability, **kwargs
+    )
+
+
+def kv_bytes_available_per_gpu(arch, version, total, *args, settings=None, gpu_name="", compute_capability=None, **kw):
+    values = release_values(arch, version, total, settings, gpu_name, compute_capability)
+    return budget_module.kv_bytes_available_per_gpu(
+        arch, version, total, *args, settings=values, gpu_name=gpu_name, compute_capability=compute_capability, **kw
+    )
 
 
 def layout(arch, version="0.26.0", tp=1, **settings):
@@ -359,8 +376,9 @@ def test_requested_memory_and_kv_budget_arithmetic():
     assert budget["kv_cache_bytes"] == budget["requested_bytes"] - budget["weights_bytes"] - budget["overhead_bytes"]
     assert budget["overhead_bytes"] == budget["overhead"]["charged_bytes"]
     assert budget["log_lines"][0] == f"Available KV cache memory: {round(budget['kv_cache_bytes'] / GIB, 2)} GiB"
-    assert budget["settings"]["gpu_memory_utilization"] == {"value": 0.92, "source": "default"}
-    assert budget["settings"]["max_model_len"] == {"value": 16384, "source": "inventory"}
+    # the budget reports the values it was given; where each came from is the resolver's (settings.py)
+    assert budget["settings"]["gpu_memory_utilization"] == 0.92
+    assert budget["settings"]["max_model_len"] == 16384
 
 
 def test_cudagraph_memory_is_charged_from_020():
@@ -451,7 +469,7 @@ def test_auto_fit_max_model_len():
         LLAMA70B, "0.26.0", H100, 4, settings={"max_model_len": -1, "gpu_memory_utilization": 0.58}
     )
     fitted = got["max_model_len"]
-    assert got["settings"]["max_model_len"]["source"] == "derived" and 0 < fitted < 131072
+    assert got["settings"]["max_model_len"] == fitted and 0 < fitted < 131072
     per_block = got["layout"]["bytes_per_block"]
     assert math.ceil(fitted / 16) <= got["num_blocks"] - 1 < math.ceil((fitted + 16) / 16)
     assert got["kv_cache_bytes"] // per_block == got["num_blocks"]
