@@ -72,6 +72,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     layout_search,
     ollama_layout,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
@@ -228,6 +229,7 @@ def build_plan(
         if finding not in unique:
             unique.append(finding)
     plan["checks"] = unique
+    plan["service"] = service_section(plan)
     order = (
         "host",
         "engine",
@@ -239,6 +241,7 @@ def build_plan(
         "checks",
         "command",
         "environment",
+        "service",  # the contract both engine roles render (_plan/service.py)
         "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
     )
     return {key: plan[key] for key in order if key in plan}

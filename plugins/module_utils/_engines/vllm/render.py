@@ -53,10 +53,22 @@ def serve_config(command: Sequence[str], host: str, port: int, model: Optional[s
     model: what to serve instead of the argv's positional model (e.g. a local snapshot path).
     Raises ServeConfigError for argv it cannot carry over faithfully.
     """
+    options = serve_options(command)
+    config: Dict[str, Any] = {"model": model or options.pop("model"), "host": host, "port": int(port)}
+    options.pop("model", None)
+    config.update(options)
+    return config
+
+
+def serve_options(command: Sequence[str]) -> Dict[str, Any]:
+    """The host-independent part of the config mapping: ``model`` and every option of the argv.
+
+    The plan's ``service.config``; the vllm role adds only host-local keys (host, port, a local model path).
+    """
     argv = [str(arg) for arg in command]
     if len(argv) < 3 or not argv[0].endswith("vllm") or argv[1] != "serve" or argv[2].startswith("-"):
         raise ServeConfigError(f"the plan's command must start with 'vllm serve MODEL', got {argv[:3]!r}")
-    config: Dict[str, Any] = {"model": model or argv[2], "host": host, "port": int(port)}
+    config: Dict[str, Any] = {"model": argv[2]}
     options: Dict[str, Any] = {}
     key: Optional[str] = None
     values: List[str] = []

@@ -48,6 +48,7 @@ PLAN_KEYS = [
     "checks",
     "command",
     "environment",
+    "service",
 ]
 MODEL_KEYS = {"repo", "revision", "architecture", "weights_bytes", "weights_source", "quantization"}
 LAYOUT_KEYS = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpus", "reason"}
