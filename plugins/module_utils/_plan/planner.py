@@ -27,7 +27,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
     shape_from_architecture,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.render import ollama_environment
-from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import (
+    OLLAMA_SETTINGS,
+    resolve_ollama_settings,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
@@ -321,11 +324,11 @@ def _ollama_model_budget(
         }
         for i in layout["gpus"]
     ]
-    budget = ollama_budget(
+    shape = shape_from_architecture(architecture)
+    resolution = resolve_ollama_settings(
         version,
-        shape_from_architecture(architecture),
+        shape,
         budget_gpus,
-        weights_bytes=int(weights_bytes),
         context_length=requested.get("context_length"),
         num_parallel=requested.get("num_parallel"),
         kv_cache_type=requested.get("kv_cache_type"),
@@ -335,6 +338,9 @@ def _ollama_model_budget(
         gpu_overhead_bytes=int(requested.get("gpu_overhead_bytes") or 0),
         sched_spread=bool(requested.get("sched_spread")),
     )
+    budget = ollama_budget(version, shape, budget_gpus, weights_bytes=int(weights_bytes), settings=resolution.values)
+    budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
+    budget["checks"] = resolution.checks + budget["checks"]
     return architecture, budget, layout
 
 

@@ -4,9 +4,7 @@
 
 Public API (plain dicts in, plain dicts out; no Ansible imports):
 
-``ollama_budget(ollama_version, model, gpus, *, weights_bytes, context_length=None,
-num_parallel=None, kv_cache_type=None, flash_attention=None, num_gpu=None, num_batch=None,
-gpu_overhead_bytes=0, sched_spread=False, projector_bytes=0) -> dict``
+``ollama_budget(ollama_version, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_gguf()``
   from a GGUF header (``read_gguf()``) or by ``shape_from_architecture()`` from the collection's
@@ -16,7 +14,8 @@ gpu_overhead_bytes=0, sched_spread=False, projector_bytes=0) -> dict``
 * ``weights_bytes``: the GGUF file size (all of it is counted on the GPUs that hold layers: the
   token embedding that llama.cpp keeps on the host is small and counting it errs on the safe side),
   ``projector_bytes``: an mmproj file offloaded beside it.
-* Engine settings: ``None`` means "what this Ollama version does when the variable is unset".
+* ``settings``: resolved by ``_engines/ollama/settings.py`` (``resolve_ollama_settings``): the budget
+  never picks a default; only num_gpu and num_batch, which Ollama itself sizes from memory, may be None.
 
 Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "per_gpu", "layers",
 "checks", "ollama_predicted_bytes"}`` where ``memory`` holds bytes and GiB (2^30) figures:
@@ -53,7 +52,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
 
@@ -141,6 +140,19 @@ GGUF_SHAPE_KEYS = (
     "layer_bytes",  # optional: per-layer tensor bytes from the GGUF tensor table
     "output_bytes",  # optional: output.weight (or tied token_embd) + output_norm bytes
     "input_bytes",  # optional: token_embd bytes (kept on the host by llama.cpp)
+)
+
+
+# What the budget reads, resolved (num_gpu and num_batch may be None: Ollama sizes them from memory).
+RESOLVED_SETTINGS = (
+    "context_length",
+    "num_parallel",
+    "kv_cache_type",
+    "flash_attention",
+    "num_gpu",
+    "num_batch",
+    "gpu_overhead_bytes",
+    "sched_spread",
 )
 
 
@@ -608,26 +620,19 @@ def ollama_budget(
     gpus: Sequence[Mapping[str, Any]],
     *,
     weights_bytes: int,
-    context_length: Optional[int] = None,
-    num_parallel: Optional[int] = None,
-    kv_cache_type: Optional[str] = None,
-    flash_attention: Optional[bool] = None,
-    num_gpu: Optional[int] = None,
-    num_batch: Optional[int] = None,
-    gpu_overhead_bytes: int = 0,
-    sched_spread: bool = False,
+    settings: Mapping[str, Any],
     projector_bytes: int = 0,
 ) -> Dict[str, Any]:
-    """The memory the pinned Ollama version will use; see the module docstring for the contract."""
+    """The memory the pinned Ollama version will use; see the module docstring for the contract.
+
+    settings: the resolved values (``_engines/ollama/settings.py`` resolve_ollama_settings(...).values):
+    context_length, num_parallel, kv_cache_type, flash_attention, gpu_overhead_bytes, sched_spread, and
+    num_gpu / num_batch (None: Ollama sizes them from memory, as this budget does).
+    """
     version = parse_version(ollama_version)
-    if version < MIN_SUPPORTED:
-        raise OllamaBudgetError(
-            f"ollama_version {ollama_version}: planning supports Ollama 0.9.7 and later; pin a newer ollama_version"
-        )
     era = era_of(version)
     shape = dict(model)
     gpu_list = [dict(g) for g in gpus]
-    arch = str(shape.get("architecture") or "")
     checks: List[Dict[str, str]] = []
     sources: Dict[str, str] = {}
     if not gpu_list:
@@ -637,103 +642,22 @@ def ollama_budget(
     weights_bytes = int(weights_bytes or 0)
     if weights_bytes <= 0:
         raise OllamaBudgetError("inferops_model.weights_bytes: the GGUF file size is unknown; set weights_bytes")
-    if version[:2] > VERIFIED_UP_TO[:2]:
-        _check(
-            checks,
-            "ollama_version_unverified",
-            "info",
-            f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
-            "the rules of the llama-server era (0.30-0.33) are applied",
+    missing = [name for name in RESOLVED_SETTINGS if name not in settings]
+    if missing:
+        raise OllamaBudgetError(
+            "the Ollama budget takes resolved settings (settings.resolve_ollama_settings); "
+            f"missing: {', '.join(missing)}"
         )
-    if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
-        _check(
-            checks,
-            "ollama_arch_unsupported",
-            "error",
-            f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
-        )
-
+    context_length = int(settings["context_length"])
+    num_parallel = int(settings["num_parallel"])
+    kv_cache_type = str(settings["kv_cache_type"])
+    flash_attention = bool(settings["flash_attention"])
+    gpu_overhead_bytes = int(settings.get("gpu_overhead_bytes") or 0)
+    sched_spread = bool(settings.get("sched_spread"))
+    num_gpu = settings.get("num_gpu")
+    num_batch = settings.get("num_batch")
     totals = [_gpu_total(g) for g in gpu_list]
     reserve = CUDA_MINIMUM_BYTES + int(gpu_overhead_bytes)
-    trained = int(shape.get("context_length") or 0)
-
-    if context_length is None:
-        context_length, sources["context_length"] = (
-            default_context_length(version, sum(totals), gpu_overhead_bytes),
-            "default",
-        )
-    else:
-        context_length, sources["context_length"] = int(context_length), "inventory"
-    if context_length <= 0:
-        raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
-    if trained and context_length > trained:
-        _check(
-            checks,
-            "ollama_context_clamped",
-            "warning",
-            f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
-        )
-        context_length = trained
-
-    if num_parallel is None:
-        num_parallel, sources["num_parallel"] = 1, "default"
-    else:
-        num_parallel, sources["num_parallel"] = int(num_parallel), "inventory"
-    if num_parallel < 1:
-        raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
-    if num_parallel > 1 and forced_single_parallel(arch, version):
-        _check(
-            checks,
-            "ollama_parallel_forced",
-            "warning",
-            f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
-            f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
-        )
-        num_parallel, sources["num_parallel"] = 1, "forced by Ollama"
-
-    if kv_cache_type is None:
-        kv_cache_type, sources["kv_cache_type"] = "f16", "default"
-    else:
-        kv_cache_type, sources["kv_cache_type"] = str(kv_cache_type), "inventory"
-    if kv_cache_type not in KV_BYTES_PER_ELEMENT:
-        raise OllamaBudgetError(
-            f"ollama_kv_cache_type {kv_cache_type!r} is not accepted by Ollama; use f16, q8_0 or q4_0"
-        )
-
-    fa_supported = flash_attention_supported(gpu_list)
-    if flash_attention is None:
-        sources["flash_attention"] = "default"
-        # llama-server gets --flash-attn auto; the older runners enable it per architecture.
-        flash_attention = fa_supported and (era == "llama_server" or arch in FLASH_ATTENTION_DEFAULT_ARCHS)
-    else:
-        flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
-        if flash_attention and not fa_supported:
-            _check(
-                checks,
-                "ollama_flash_attention_gpu",
-                "warning",
-                "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
-            )
-            flash_attention = False
-
-    if kv_cache_type != "f16" and not flash_attention:
-        if era == "llama_server":
-            _check(
-                checks,
-                "ollama_kv_quantized_without_fa",
-                "error",
-                f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
-                "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
-            )
-        else:
-            _check(
-                checks,
-                "ollama_kv_quantized_without_fa",
-                "warning",
-                f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
-                "and uses f16; the budget counts f16",
-            )
-            kv_cache_type, sources["kv_cache_type"] = "f16", "fallback (no flash attention)"
 
     total_context = context_length * num_parallel
     predicted = predict_server_vram(shape, weights_bytes, total_context)
@@ -828,7 +752,7 @@ def ollama_budget(
             "num_gpu": offloaded if num_gpu is None else int(num_gpu),
             "num_batch": num_batch,
         },
-        "setting_sources": sources,
+        "setting_sources": sources,  # num_gpu and num_batch: what Ollama sizes from memory (or the inventory)
         "memory": memory,
         "per_gpu": per_gpu,
         "layers": {"total": blocks + 1, "offloaded": offloaded},

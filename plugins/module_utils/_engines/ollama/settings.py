@@ -1,12 +1,35 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""Ollama's settings (the ollama_* variables); ollama_render writes them as the server's environment."""
+"""Ollama's settings (the ollama_* variables), each declared once, and the one resolver that values them.
+
+``resolve_ollama_settings`` applies the inventory, then what the pinned Ollama version does when a
+variable is unset (its default context by VRAM tier, one sequence, f16 KV cache, flash attention by era
+and GPU), then what it derives or forces (the context clamped to the GGUF's, one sequence for some
+architectures, f16 without flash attention). The memory budget takes the resolved values; ollama_render
+writes them as the server's environment.
+"""
 
 from __future__ import annotations
 
-from typing import Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
+    FLASH_ATTENTION_DEFAULT_ARCHS,
+    KV_BYTES_PER_ELEMENT,
+    MIN_SUPPORTED,
+    QWEN35_SUPPORT,
+    VERIFIED_UP_TO,
+    OllamaBudgetError,
+    _check,
+    _gpu_total,
+    default_context_length,
+    era_of,
+    flash_attention_supported,
+    forced_single_parallel,
+    parse_version,
+)
 
 # Ollama settings (the ollama_* variables). Its environment is rendered by ollama_render.
 OLLAMA_SETTINGS: Tuple[Setting, ...] = (
@@ -19,3 +42,158 @@ OLLAMA_SETTINGS: Tuple[Setting, ...] = (
     Setting("gpu_overhead_bytes", "bytes", minimum=0),
     Setting("sched_spread", "bool"),
 )
+
+
+@dataclass
+class OllamaSettings:
+    """values: what Ollama runs with; sources: inventory, default or what Ollama derived (in words);
+    checks: what the derivations mean for the user (``{id, severity, message}``)."""
+
+    values: Dict[str, Any] = field(default_factory=dict)
+    sources: Dict[str, str] = field(default_factory=dict)
+    checks: List[Dict[str, str]] = field(default_factory=list)
+
+
+def resolve_ollama_settings(
+    ollama_version: str,
+    model: Mapping[str, Any],
+    gpus: Sequence[Mapping[str, Any]],
+    *,
+    context_length: Optional[int] = None,
+    num_parallel: Optional[int] = None,
+    kv_cache_type: Optional[str] = None,
+    flash_attention: Optional[bool] = None,
+    num_gpu: Optional[int] = None,
+    num_batch: Optional[int] = None,
+    gpu_overhead_bytes: int = 0,
+    sched_spread: bool = False,
+) -> OllamaSettings:
+    """Every Ollama setting for a GGUF shape (``budget.GGUF_SHAPE_KEYS``) on these GPUs.
+
+    Keyword arguments: the inventory's values (None = unset). num_gpu / num_batch stay None when unset:
+    Ollama sizes them from memory at load time, which the budget computes.
+    """
+    version = parse_version(ollama_version)
+    if version < MIN_SUPPORTED:
+        raise OllamaBudgetError(
+            f"ollama_version {ollama_version}: planning supports Ollama 0.9.7 and later; pin a newer ollama_version"
+        )
+    era = era_of(version)
+    shape = dict(model)
+    gpu_list = [dict(g) for g in gpus]
+    if not gpu_list:
+        raise OllamaBudgetError("gpus: no GPU given; declare the host's GPUs in inventory or gather gpu_facts first")
+    arch = str(shape.get("architecture") or "")
+    checks: List[Dict[str, str]] = []
+    sources: Dict[str, str] = {}
+
+    if version[:2] > VERIFIED_UP_TO[:2]:
+        _check(
+            checks,
+            "ollama_version_unverified",
+            "info",
+            f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
+            "the rules of the llama-server era (0.30-0.33) are applied",
+        )
+    if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
+        _check(
+            checks,
+            "ollama_arch_unsupported",
+            "error",
+            f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
+        )
+
+    totals = [_gpu_total(g) for g in gpu_list]
+    trained = int(shape.get("context_length") or 0)
+
+    if context_length is None:
+        context_length, sources["context_length"] = (
+            default_context_length(version, sum(totals), gpu_overhead_bytes),
+            "default",
+        )
+    else:
+        context_length, sources["context_length"] = int(context_length), "inventory"
+    if context_length <= 0:
+        raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
+    if trained and context_length > trained:
+        _check(
+            checks,
+            "ollama_context_clamped",
+            "warning",
+            f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
+        )
+        context_length = trained
+
+    if num_parallel is None:
+        num_parallel, sources["num_parallel"] = 1, "default"
+    else:
+        num_parallel, sources["num_parallel"] = int(num_parallel), "inventory"
+    if num_parallel < 1:
+        raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
+    if num_parallel > 1 and forced_single_parallel(arch, version):
+        _check(
+            checks,
+            "ollama_parallel_forced",
+            "warning",
+            f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
+            f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
+        )
+        num_parallel, sources["num_parallel"] = 1, "forced by Ollama"
+
+    if kv_cache_type is None:
+        kv_cache_type, sources["kv_cache_type"] = "f16", "default"
+    else:
+        kv_cache_type, sources["kv_cache_type"] = str(kv_cache_type), "inventory"
+    if kv_cache_type not in KV_BYTES_PER_ELEMENT:
+        raise OllamaBudgetError(
+            f"ollama_kv_cache_type {kv_cache_type!r} is not accepted by Ollama; use f16, q8_0 or q4_0"
+        )
+
+    fa_supported = flash_attention_supported(gpu_list)
+    if flash_attention is None:
+        sources["flash_attention"] = "default"
+        # llama-server gets --flash-attn auto; the older runners enable it per architecture.
+        flash_attention = fa_supported and (era == "llama_server" or arch in FLASH_ATTENTION_DEFAULT_ARCHS)
+    else:
+        flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
+        if flash_attention and not fa_supported:
+            _check(
+                checks,
+                "ollama_flash_attention_gpu",
+                "warning",
+                "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
+            )
+            flash_attention = False
+
+    if kv_cache_type != "f16" and not flash_attention:
+        if era == "llama_server":
+            _check(
+                checks,
+                "ollama_kv_quantized_without_fa",
+                "error",
+                f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
+                "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
+            )
+        else:
+            _check(
+                checks,
+                "ollama_kv_quantized_without_fa",
+                "warning",
+                f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
+                "and uses f16; the budget counts f16",
+            )
+            kv_cache_type, sources["kv_cache_type"] = "f16", "fallback (no flash attention)"
+
+    sources["gpu_overhead_bytes"] = "inventory" if gpu_overhead_bytes else "default"
+    sources["sched_spread"] = "inventory" if sched_spread else "default"
+    values = {
+        "context_length": context_length,
+        "num_parallel": num_parallel,
+        "kv_cache_type": kv_cache_type,
+        "flash_attention": flash_attention,
+        "num_gpu": None if num_gpu is None else int(num_gpu),
+        "num_batch": None if num_batch is None else int(num_batch),
+        "gpu_overhead_bytes": int(gpu_overhead_bytes or 0),
+        "sched_spread": bool(sched_spread),
+    }
+    return OllamaSettings(values=values, sources=sources, checks=checks)

@@ -7,7 +7,20 @@ import struct
 import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import budget as ob
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import resolve_ollama_settings
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import resolve_model
+
+
+def budget_of(version, shape, gpus, *, weights_bytes, projector_bytes=0, **inventory):
+    """Inventory settings resolved as the plan does, then budgeted (resolution findings first)."""
+    resolution = resolve_ollama_settings(version, shape, gpus, **inventory)
+    budget = ob.ollama_budget(
+        version, shape, gpus, weights_bytes=weights_bytes, settings=resolution.values, projector_bytes=projector_bytes
+    )
+    budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
+    budget["checks"] = resolution.checks + budget["checks"]
+    return budget
+
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -46,7 +59,7 @@ def test_shape_of_the_hybrid_moe(qwen35_moe):
     ],
 )
 def test_seed_deployment_3_on_a_3090(qwen35_moe, quant, weights, num_ctx):
-    budget = ob.ollama_budget(
+    budget = budget_of(
         "0.32.9", qwen35_moe, RTX_3090, weights_bytes=weights, context_length=num_ctx, num_gpu=99, flash_attention=True
     )
     memory = budget["memory"]
@@ -72,14 +85,12 @@ def test_seed_deployment_3_on_a_3090(qwen35_moe, quant, weights, num_ctx):
 
 
 def test_seed_3_kv_figures_in_gib(qwen35_moe):
-    budget = ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16_600_000_000, context_length=262144)
+    budget = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16_600_000_000, context_length=262144)
     assert budget["memory"]["kv_cache_bytes"] == 5 * GIB  # 262,144 x 20,480 bytes
 
 
 def test_qwen35_is_forced_to_one_sequence_from_0_17_1(qwen35_moe):
-    budget = ob.ollama_budget(
-        "0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=32768, num_parallel=4
-    )
+    budget = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=32768, num_parallel=4)
     assert budget["settings"]["num_parallel"] == 1
     assert budget["setting_sources"]["num_parallel"] == "forced by Ollama"
     assert budget["memory"]["kv_cache_bytes"] == KV_F16_PER_TOKEN * 32768
@@ -89,14 +100,14 @@ def test_qwen35_is_forced_to_one_sequence_from_0_17_1(qwen35_moe):
 
 def test_other_models_keep_parallel_sequences(qwen35_moe):
     dense = dict(qwen35_moe, architecture="llama", recurrent_layers=[])
-    budget = ob.ollama_budget("0.32.9", dense, RTX_3090, weights_bytes=4 * GIB, context_length=8192, num_parallel=4)
+    budget = budget_of("0.32.9", dense, RTX_3090, weights_bytes=4 * GIB, context_length=8192, num_parallel=4)
     assert budget["settings"]["num_parallel"] == 4
     assert budget["memory"]["kv_cache_tokens"] == 32768
     assert budget["memory"]["kv_cache_bytes"] == 40 * 512 * 2 * 2 * 32768
 
 
 def test_before_0_17_1_qwen35_cannot_load(qwen35_moe):
-    budget = ob.ollama_budget("0.17.0", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192)
+    budget = budget_of("0.17.0", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192)
     assert "ollama_arch_unsupported" in [c["id"] for c in budget["checks"] if c["severity"] == "error"]
     assert budget["era"] == "runner_layout"
 
@@ -104,12 +115,12 @@ def test_before_0_17_1_qwen35_cannot_load(qwen35_moe):
 def test_recurrent_state_grows_per_sequence_when_not_forced(qwen35_moe):
     # qwen3next is forced from 0.15.5; at 0.15.4 four sequences get four recurrent slots.
     shape = dict(qwen35_moe, architecture="qwen3next")
-    budget = ob.ollama_budget("0.15.4", shape, RTX_3090, weights_bytes=8 * GIB, context_length=4096, num_parallel=4)
+    budget = budget_of("0.15.4", shape, RTX_3090, weights_bytes=8 * GIB, context_length=4096, num_parallel=4)
     assert budget["memory"]["recurrent_state_bytes"] == 4 * RECURRENT_PER_SEQUENCE
 
 
 def test_quantized_kv_needs_flash_attention_in_llama_server_era(qwen35_moe):
-    budget = ob.ollama_budget(
+    budget = budget_of(
         "0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192, kv_cache_type="q8_0",
         flash_attention=False,
     )  # fmt: skip
@@ -117,7 +128,7 @@ def test_quantized_kv_needs_flash_attention_in_llama_server_era(qwen35_moe):
 
 
 def test_quantized_kv_falls_back_to_f16_in_older_eras(qwen35_moe):
-    budget = ob.ollama_budget(
+    budget = budget_of(
         "0.20.0", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192, kv_cache_type="q4_0",
         flash_attention=False,
     )  # fmt: skip
@@ -126,7 +137,7 @@ def test_quantized_kv_falls_back_to_f16_in_older_eras(qwen35_moe):
 
 
 def test_quantized_kv_uses_ggml_block_sizes(qwen35_moe):
-    budget = ob.ollama_budget(
+    budget = budget_of(
         "0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=65536, kv_cache_type="q8_0",
         flash_attention=True,
     )  # fmt: skip
@@ -155,15 +166,15 @@ def test_default_context_tiers_by_version_and_vram():
 
 
 def test_context_is_clamped_to_the_trained_context(qwen35_moe):
-    budget = ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=1_000_000)
+    budget = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=1_000_000)
     assert budget["settings"]["context_length"] == 262144
     assert "ollama_context_clamped" in [c["id"] for c in budget["checks"]]
 
 
 def test_too_much_with_num_gpu_is_an_error_and_auto_fit_offloads(qwen35_moe):
-    forced = ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144, num_gpu=99)
+    forced = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144, num_gpu=99)
     assert "ollama_vram_exceeded" in [c["id"] for c in forced["checks"] if c["severity"] == "error"]
-    fitted = ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144)
+    fitted = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144)
     assert fitted["layers"]["offloaded"] < 41
     assert fitted["per_gpu"][0]["used_bytes"] + 1024 * MIB <= 24 * GIB  # --fit keeps 1 GiB free
     assert "ollama_partial_offload" in [c["id"] for c in fitted["checks"]]
@@ -172,7 +183,7 @@ def test_too_much_with_num_gpu_is_an_error_and_auto_fit_offloads(qwen35_moe):
 
 def test_layers_are_split_over_gpus_when_spread(qwen35_moe):
     gpus = [{"index": 0, "memory_total_mib": 16384}, {"index": 1, "memory_total_mib": 16384}]
-    budget = ob.ollama_budget(
+    budget = budget_of(
         "0.32.9", qwen35_moe, gpus, weights_bytes=20 * GIB, context_length=65536, sched_spread=True, num_gpu=99
     )
     per_gpu = budget["per_gpu"]
@@ -184,7 +195,7 @@ def test_layers_are_split_over_gpus_when_spread(qwen35_moe):
 
 def test_one_gpu_is_used_without_sched_spread_when_it_fits(qwen35_moe):
     gpus = [{"index": 0, "memory_total_mib": 16384}, {"index": 1, "memory_total_mib": 24576}]
-    budget = ob.ollama_budget("0.32.9", qwen35_moe, gpus, weights_bytes=12 * GIB, context_length=8192)
+    budget = budget_of("0.32.9", qwen35_moe, gpus, weights_bytes=12 * GIB, context_length=8192)
     assert [g["index"] for g in budget["per_gpu"]] == [1]
 
 
@@ -203,17 +214,17 @@ def test_automatic_batch_grows_with_context_and_headroom():
 )
 def test_bad_versions_name_the_variable(qwen35_moe, version, message):
     with pytest.raises(ob.OllamaBudgetError, match=message) as error:
-        ob.ollama_budget(version, qwen35_moe, RTX_3090, weights_bytes=GIB)
+        budget_of(version, qwen35_moe, RTX_3090, weights_bytes=GIB)
     assert "ollama_version" in str(error.value)
 
 
 def test_bad_settings_name_the_variable(qwen35_moe):
     with pytest.raises(ob.OllamaBudgetError, match="ollama_kv_cache_type"):
-        ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=GIB, kv_cache_type="q5_1")
+        budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=GIB, kv_cache_type="q5_1")
     with pytest.raises(ob.OllamaBudgetError, match="weights_bytes"):
-        ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=0)
+        budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=0)
     with pytest.raises(ob.OllamaBudgetError, match="ollama_num_parallel"):
-        ob.ollama_budget("0.32.9", qwen35_moe, RTX_3090, weights_bytes=GIB, num_parallel=0)
+        budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=GIB, num_parallel=0)
 
 
 # ----------------------------------------------------------------------------------------- GGUF
@@ -296,7 +307,7 @@ def test_gguf_reader_refuses_other_files(tmp_path):
 def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):
     # Seed deployment 1: vLLM at gpu_memory_utilization 0.9 on two 16 GiB cards, Ollama on standby.
     gpus = [{"index": 0, "memory_total_mib": 16384}, {"index": 1, "memory_total_mib": 16384}]
-    budget = ob.ollama_budget("0.32.9", qwen35_moe, gpus, weights_bytes=4 * GIB, context_length=8192, sched_spread=True)
+    budget = budget_of("0.32.9", qwen35_moe, gpus, weights_bytes=4 * GIB, context_length=8192, sched_spread=True)
     totals = {0: 16 * GIB, 1: 16 * GIB}
     vllm = {0: int(0.9 * 16 * GIB), 1: int(0.9 * 16 * GIB)}
     checks = ob.coresidency_checks(budget, vllm, totals)
@@ -305,3 +316,9 @@ def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):
     # GPUs that vLLM does not use, or room for both, give no finding
     assert ob.coresidency_checks(budget, {2: 10 * GIB}, totals) == []
     assert ob.coresidency_checks(budget, {0: GIB, 1: GIB}, totals) == []
+
+
+def test_the_budget_never_picks_a_default():
+    shape = {"architecture": "llama", "block_count": 2, "context_length": 4096}
+    with pytest.raises(ob.OllamaBudgetError, match=r"takes resolved settings.*missing: context_length"):
+        ob.ollama_budget("0.30.0", shape, RTX_3090, weights_bytes=10**9, settings={})
