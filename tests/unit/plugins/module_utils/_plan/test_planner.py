@@ -11,13 +11,14 @@ import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import resolved
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     PlanInputError,
     input_errors,
     input_names,
     validate_inputs,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan, resolved
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -1,0 +1,176 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""What every engine's plan shares: hardware as the plan sees it, the report's sections, findings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    _COMMIT_RE,
+    HostInputs,
+    PlanInputError,
+    _number,
+    _plain,
+)
+
+# ------------------------------------------------------------------------------------ rendering
+
+SEVERITIES = ("error", "warning", "info")
+
+
+def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str, Any]:
+    """One entry of the plan's ``settings``: value, source (inventory|default|chosen), reason."""
+    entry: Dict[str, Any] = {"value": value, "source": source}
+    if reason:
+        entry["reason"] = reason
+    return entry
+
+
+def revision_check(model: Mapping[str, Any]) -> Optional[Dict[str, str]]:
+    """A warning when the revision is a branch or tag: the download is then not reproducible."""
+    revision = str(model.get("revision", ""))
+    if _COMMIT_RE.match(revision):
+        return None
+    return {
+        "id": "model-revision",
+        "severity": "warning",
+        "message": (
+            f"inferops_model.revision {revision!r} is a branch or tag, not a commit: a later download may get "
+            "different weights. Pin the 40-character commit sha of the revision you tested."
+        ),
+    }
+
+
+# ------------------------------------------------------------------------------------ assembly
+
+
+@dataclass
+class Hardware:
+    """The host's GPUs as gathered by gpu_facts or declared in inventory."""
+
+    gpus: List[Dict[str, Any]]
+    topology: Optional[Dict[str, Any]]
+    driver: Dict[str, Any]
+
+
+def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
+    gpus = hardware.get("gpus")
+    if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Sequence) or not gpus:
+        raise PlanInputError(
+            [
+                "no GPUs to plan for: declare inferops_gpus (and inferops_gpu_topology_text for more than one GPU) "
+                "or let the plan role gather them with inferops.llm.gpu_facts on a host with NVIDIA GPUs"
+            ]
+        )
+    gpu_list = [_plain(gpu) for gpu in gpus]
+    driver = hardware.get("driver")
+    driver_loaded = not isinstance(driver, Mapping) or driver.get("driver_loaded") is not False
+    for position, gpu in enumerate(gpu_list):
+        if not isinstance(gpu, dict) or _number(gpu.get("memory_mib"), "int") is None:
+            if not driver_loaded:
+                raise PlanInputError(
+                    [
+                        "the GPUs' memory is unknown until the NVIDIA driver is loaded: install the driver first "
+                        "(site.yml --tags driver, inferops_manage_driver: true) or declare inferops_gpus in inventory"
+                    ]
+                )
+            raise PlanInputError([f"inferops_gpus[{position}] needs index, name and memory_mib (as gpu_facts returns)"])
+        gpu.setdefault("index", position)
+    topology = hardware.get("topology")
+    topology = _plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
+    if topology is None and len(gpu_list) > 1:
+        raise PlanInputError(
+            [
+                "inferops_gpu_topology_text is required when inferops_gpus lists more than one GPU: paste the "
+                "output of `nvidia-smi topo -m` (the layout depends on how the GPUs are linked)"
+            ]
+        )
+    if topology is not None and len(topology["matrix"]) != len(gpu_list):
+        raise PlanInputError(
+            [
+                f"inferops_gpu_topology_text shows {len(topology['matrix'])} GPUs but inferops_gpus lists "
+                f"{len(gpu_list)}: declare both from the same host"
+            ]
+        )
+    return Hardware(gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {})
+
+
+def load_config(model: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """config.json given inline or as a file on the controller (None: use the catalogue)."""
+    if isinstance(model.get("config"), dict):
+        return model["config"]
+    path = model.get("config_file")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise PlanInputError([f"inferops_model.config_file {path!r} cannot be read as config.json: {exc}"]) from exc
+    if not isinstance(config, dict):
+        raise PlanInputError([f"inferops_model.config_file {path!r} does not hold a JSON object"])
+    return config
+
+
+def driver_facts(driver: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The installed driver as checks.check_driver reads it (None when unknown or not loaded)."""
+    if not driver.get("driver_version"):
+        return None
+    return {"version": str(driver["driver_version"]), "cuda": None}
+
+
+def finding(check_id: str, severity: str, message: str) -> Dict[str, str]:
+    return {"id": check_id, "severity": severity if severity in SEVERITIES else "warning", "message": message}
+
+
+def plan_findings(
+    findings: Sequence[Mapping[str, Any]], default_id: str = "tensor-parallel-divisibility"
+) -> List[Dict[str, str]]:
+    """Findings as the plan lists them: id, severity, and a message naming the variable and a passing value."""
+    result = []
+    for item in findings:
+        message = str(item.get("message", ""))
+        variable = item.get("variable")
+        if variable and str(variable) not in message:
+            message = f"{variable}: {message}"
+        suggested = item.get("suggested")
+        if variable and suggested not in (None, "", []) and str(suggested) not in message:
+            message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
+        severity = item.get("severity") or "error"
+        result.append(finding(str(item.get("id") or default_id), str(severity), message))
+    return result
+
+
+def model_section(
+    inputs: HostInputs, architecture: str, weights_bytes: int, weights_source: str, quantization: Optional[str]
+) -> Dict[str, Any]:
+    return {
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+        "architecture": architecture,
+        "weights_bytes": int(weights_bytes),
+        "weights_source": weights_source,
+        "quantization": quantization,
+    }
+
+
+def layout_section(layout: Mapping[str, Any]) -> Dict[str, Any]:
+    return {
+        "tensor_parallel_size": int(layout["tensor_parallel_size"]),
+        "pipeline_parallel_size": int(layout["pipeline_parallel_size"]),
+        "data_parallel_size": int(layout["data_parallel_size"]),
+        "gpus": [int(i) for i in layout["gpus"]],
+        "reason": str(layout["reason"]),
+    }
+
+
+def service_environment(
+    layout_env: Mapping[str, Any], engine_env: Mapping[str, str], user_env: Mapping[str, str]
+) -> Dict[str, str]:
+    environment = {str(k): str(v) for k, v in layout_env.items()}
+    environment.update(engine_env)
+    environment.update(user_env)
+    return environment

@@ -1,0 +1,198 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The plan of an Ollama host, and the Ollama model budget it shares with the standby beside vLLM."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import MIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
+    ollama_budget,
+    shape_from_architecture,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.render import ollama_environment
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import (
+    OLLAMA_SETTINGS,
+    resolve_ollama_settings,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
+    check_ollama,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
+    Hardware,
+    driver_facts,
+    layout_section,
+    load_config,
+    model_section,
+    plan_findings,
+    resolved,
+    service_environment,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    HostInputs,
+    PlanInputError,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    ollama_layout,
+)
+
+
+def ollama_model_budget(
+    version: str,
+    model: Mapping[str, Any],
+    requested: Mapping[str, Any],
+    gpus: Optional[List[int]],
+    gpus_var: str,
+    gear: Hardware,
+) -> Tuple[ModelArchitecture, Dict[str, Any], Dict[str, Any]]:
+    """(architecture, ollama_budget result, layout) of a GGUF model served by Ollama on the allowed GPUs.
+
+    model: an inferops_model mapping; requested: Ollama settings set in inventory; gpus: the GPUs Ollama
+    may use (None: all), from the variable gpus_var. Shared by Ollama hosts and the Ollama kept on
+    standby beside vLLM.
+    """
+    known = sorted(int(g["index"]) for g in gear.gpus)
+    missing = [i for i in gpus or () if i not in known]
+    if missing:
+        raise PlanInputError(
+            [
+                f"{gpus_var} lists GPU {', '.join(map(str, missing))}, which the host does not have; "
+                f"use indices among {known}"
+            ]
+        )
+    architecture, _entry, _arch_source = describe_model(model, load_config(model))
+    weights_bytes = model.get("weights_bytes")
+    if not weights_bytes:
+        raise PlanInputError(
+            [
+                "inferops_model.weights_bytes is required for Ollama: the size in bytes of the GGUF file "
+                f"({model.get('file') or 'inferops_model.file'}) as listed on its Hugging Face page"
+            ]
+        )
+    layout = ollama_layout(gear.gpus, requested={"gpus": gpus})
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    budget_gpus = [
+        {
+            "index": i,
+            "memory_total_bytes": int(by_index[i]["memory_mib"]) * MIB,
+            "compute_capability": by_index[i].get("compute_capability"),
+        }
+        for i in layout["gpus"]
+    ]
+    shape = shape_from_architecture(architecture)
+    resolution = resolve_ollama_settings(
+        version,
+        shape,
+        budget_gpus,
+        context_length=requested.get("context_length"),
+        num_parallel=requested.get("num_parallel"),
+        kv_cache_type=requested.get("kv_cache_type"),
+        flash_attention=requested.get("flash_attention"),
+        num_gpu=requested.get("num_gpu"),
+        num_batch=requested.get("num_batch"),
+        gpu_overhead_bytes=int(requested.get("gpu_overhead_bytes") or 0),
+        sched_spread=bool(requested.get("sched_spread")),
+    )
+    budget = ollama_budget(version, shape, budget_gpus, weights_bytes=int(weights_bytes), settings=resolution.values)
+    budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
+    budget["checks"] = resolution.checks + budget["checks"]
+    return architecture, budget, layout
+
+
+def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
+    requested = inputs.settings
+    architecture, budget, layout = ollama_model_budget(
+        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    settings: Dict[str, Any] = {}
+    for setting in OLLAMA_SETTINGS:
+        if setting.name in budget["settings"]:
+            source = budget["setting_sources"].get(setting.name, "default")
+            if source in ("inventory", "default", "chosen"):
+                reason = f"Ollama {inputs.engine_version} default" if source == "default" else None
+                settings[setting.name] = resolved(budget["settings"][setting.name], source, reason)
+            else:
+                settings[setting.name] = resolved(budget["settings"][setting.name], "default", source)
+        elif setting.name in requested:
+            settings[setting.name] = resolved(requested[setting.name], "inventory")
+    memory = budget["memory"]
+    per_gpu = [
+        {
+            "index": gpu["index"],
+            "total_gib": gpu["total_gib"],
+            "used_gib": gpu["used_gib"],
+            "free_gib": gpu["free_gib"],
+            "layers": gpu["layers"],
+            "weights_gib": gib(gpu["weights_bytes"]),
+            "kv_cache_gib": gib(gpu["kv_cache_bytes"] + gpu["recurrent_state_bytes"]),
+            "overhead_gib": gib(gpu["compute_bytes"] + gpu["reserve_bytes"]),
+        }
+        for gpu in budget["per_gpu"]
+    ]
+    used_gpus = [int(gpu["index"]) for gpu in budget["per_gpu"]]
+    layout = dict(layout, gpus=used_gpus)
+    if used_gpus != [int(i) for i in layout["env"].get("CUDA_VISIBLE_DEVICES", "").split(",") if i]:
+        layout["env"] = dict(layout["env"], CUDA_VISIBLE_DEVICES=",".join(str(i) for i in used_gpus))
+        layout["reason"] = f"the model fits GPU {','.join(str(i) for i in used_gpus)}; Ollama uses the fewest GPUs"
+    quantization = inputs.model.get("quantization") or _gguf_type(inputs.model.get("file"))
+    return {
+        "engine": "ollama",
+        "engine_version": inputs.engine_version,
+        "model": model_section(
+            inputs, architecture.architecture, int(inputs.model["weights_bytes"]), "inventory", quantization
+        ),
+        "layout": layout_section(layout),
+        "memory": {
+            "gpu_total_gib": memory["gpu_total_gib"],
+            "weights_gib": memory["weights_gib"],
+            "overhead_gib": memory["overhead_gib"],
+            "kv_cache_gib": memory["kv_cache_gib"],
+            "kv_cache_tokens": int(memory["kv_cache_tokens"]),
+            "max_concurrency": float(memory["max_concurrency"]),
+            "block_size": None,
+            "vram_used_gib": memory["vram_used_gib"],
+            "per_gpu": per_gpu,
+        },
+        "settings": settings,
+        "checks": plan_findings(budget["checks"])
+        + plan_findings(layout.get("problems") or [])
+        + plan_findings(
+            check_ollama(
+                model=architecture,
+                settings={name: entry["value"] for name, entry in settings.items()},
+                model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+                budget={"fits": not any(c["id"] == "ollama_partial_offload" for c in budget["checks"])},
+                gpus=[by_index[i] for i in used_gpus],
+                driver=driver_facts(gear.driver),
+            )
+        ),
+        "command": ["ollama", "serve"],
+        "environment": service_environment(
+            layout["env"],
+            ollama_environment(
+                settings,
+                {
+                    "host": inputs.listen,
+                    "gpus": used_gpus,
+                    "sched_spread": requested.get("sched_spread"),
+                    "gpu_overhead_bytes": requested.get("gpu_overhead_bytes"),
+                    "extra_environment": inputs.environment,
+                },
+            ),
+            {},
+        ),
+    }
+
+
+_GGUF_TYPE_RE = re.compile(r"(UD-)?(I?Q\d_[A-Z0-9_]+|Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)", re.IGNORECASE)
+
+
+def _gguf_type(file_name: Optional[str]) -> Optional[str]:
+    """The quantization a GGUF file name announces (Unsloth UD-Q3_K_XL, Q4_K_M, ...)."""
+    match = _GGUF_TYPE_RE.search(str(file_name or ""))
+    return match.group(0).upper() if match else None

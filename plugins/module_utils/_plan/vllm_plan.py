@@ -1,0 +1,364 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The plan of a vLLM host: the planner loop over ranked layouts (resolve, budget, refine, check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
+    cuda_total_bytes_from_nvidia_smi,
+    vllm_memory_budget,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    VLLM_SETTINGS,
+    ResolvedSettings,
+    SettingsContext,
+    refine_with_budget,
+    resolve_vllm_settings,
+    settings_section,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    estimate_weights,
+    quantization_from_name,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
+    _cc as capability_x10,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
+    check_vllm,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
+    Hardware,
+    driver_facts,
+    finding,
+    layout_section,
+    load_config,
+    model_section,
+    plan_findings,
+    service_environment,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    HostInputs,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    auto_result,
+    explicit_result,
+    finish_layout,
+    layout_search,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
+
+# Budget findings restate some checks with vLLM's own error text; they are listed under the check's id
+# and only when the check itself did not already report that topic.
+_BUDGET_FINDING_IDS = {
+    "vllm_max_model_len_too_long": "context-length",
+    "vllm_no_kv_cache_memory": "memory-fit",
+    "vllm_kv_cache_too_small": "memory-fit",
+    "vllm_exceeds_gpu_memory": "memory-fit",
+    "vllm_cudagraph_headroom": "memory-fit",
+    "vllm_kv_cache_memory_bytes": "memory-fit",
+    "vllm_align_block_size": "mamba-block-size",
+    "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
+}
+# Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
+# measurement taken with other values says nothing about this plan.
+_OVERHEAD_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "enforce_eager", "max_cudagraph_capture_size")
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """config.json updated like vLLM's --hf-overrides: nested mappings merged, other values replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _merge(base.get(key), value)
+        return merged
+    return override
+
+
+def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
+    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry)."""
+    config = load_config(inputs.model)
+    architecture, entry, _source = describe_model(inputs.model, config)
+    overrides = inputs.settings.get("hf_overrides")
+    if not overrides:
+        return architecture, architecture, entry
+    base = config if config is not None else entry.config
+    return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
+
+
+def _measured_overhead(
+    measured: Optional[Mapping[str, Any]], context: Mapping[str, Any]
+) -> Tuple[Optional[int], Optional[Dict[str, str]]]:
+    """The overhead per GPU (bytes) measured at the last vLLM start, when it was the same configuration.
+
+    measured: the vLLM role's local fact ansible_local.inferops_vllm (``version``, ``model`` {repo,
+    revision}, ``layout``, ``settings``, ``overhead_gib``, ...). context: this plan's version, repo,
+    revision, layout sizes and inventory settings.
+    """
+    if not measured or measured.get("overhead_gib") is None:
+        return None, None
+    model = measured.get("model") or {}
+    layout = measured.get("layout") or {}
+    then = {
+        "vllm_version": measured.get("version"),
+        "repo": model.get("repo"),
+        "revision": model.get("revision"),
+        "tensor_parallel_size": layout.get("tensor_parallel_size"),
+        "pipeline_parallel_size": layout.get("pipeline_parallel_size"),
+    }
+    then.update({name: (measured.get("settings") or {}).get(name) for name in _OVERHEAD_SETTINGS})
+    different = [name for name, value in then.items() if value is not None and context.get(name) not in (None, value)]
+    if different:
+        note = finding(
+            "memory-fit",
+            "info",
+            f"the overhead measured at the last vLLM start is not used: {', '.join(different)} changed since",
+        )
+        return None, note
+    return int(float(measured["overhead_gib"]) * GIB), None
+
+
+def _settings_context(
+    inputs: HostInputs, checkpoint: ModelArchitecture, served: ModelArchitecture, gpus: Sequence[Mapping[str, Any]]
+) -> SettingsContext:
+    """What the release defaults and the plan's choices depend on: the release, the model, the engine's GPUs."""
+    smallest = min(gpus, key=lambda g: int(g["memory_mib"]))
+    capabilities = [c for c in (capability_x10(g) for g in gpus) if c is not None]
+    return SettingsContext(
+        version=vllm_version(inputs.engine_version),
+        checkpoint=checkpoint,
+        served=served,
+        gpu_total_bytes=cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"])),
+        gpu_name=str(smallest.get("name") or ""),
+        compute_capability=smallest.get("compute_capability"),
+        min_capability=min(capabilities) if capabilities else None,
+        repo=inputs.model["repo"],
+    )
+
+
+# A fixed point is reached in two or three rounds (batch size, then max_num_seqs); this bounds the loop.
+_MAX_REFINE_ROUNDS = 8
+
+
+@dataclass
+class _Evaluation:
+    """One candidate layout resolved and budgeted: the settings and the budget computed with them."""
+
+    settings: ResolvedSettings
+    budget: Dict[str, Any]
+
+    @property
+    def fits(self) -> bool:
+        return bool(budget_figures(self.budget)["fits"])
+
+
+def _evaluate(
+    ctx: SettingsContext,
+    inputs: HostInputs,
+    served: ModelArchitecture,
+    weights: Any,
+    measured: Optional[Mapping[str, Any]],
+    context: Mapping[str, Any],
+    tp: int,
+    pp: int,
+) -> _Evaluation:
+    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle."""
+    overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    choices: Dict[str, Any] = {}
+    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
+
+    def budget() -> Dict[str, Any]:
+        return vllm_memory_budget(
+            served,
+            ctx.version,
+            ctx.gpu_total_bytes,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            weights=weights,
+            settings=settings.values,
+            gpu_name=ctx.gpu_name,
+            compute_capability=ctx.compute_capability,
+            measured_overhead_bytes=overhead,
+        )
+
+    figures = budget()
+    for _round in range(_MAX_REFINE_ROUNDS):
+        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
+        if not changes:
+            break
+        choices.update(changes)
+        settings = resolve_vllm_settings(ctx, inputs.settings, choices)
+        figures = budget()
+    return _Evaluation(settings, figures)
+
+
+def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    version = inputs.engine_version
+    architecture, served, entry = _architecture(inputs)
+    requested = dict(inputs.settings)
+    weights = estimate_weights(
+        served,
+        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
+        weights_bytes=inputs.model.get("weights_bytes"),
+        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
+        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
+        include_vision=not requested.get("language_model_only"),
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    allowed = inputs.gpus or list(by_index)
+    engine_gpus = [by_index[i] for i in allowed if i in by_index]
+    ctx = _settings_context(inputs, architecture, served, engine_gpus)
+    context = {
+        "vllm_version": version,
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
+    }
+    evaluations: Dict[Tuple[int, int], Optional[_Evaluation]] = {}
+
+    def evaluation(tp: int, pp: int) -> Optional[_Evaluation]:
+        """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
+        if (tp, pp) not in evaluations:
+            try:
+                evaluations[(tp, pp)] = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+            except ValueError:
+                evaluations[(tp, pp)] = None
+        return evaluations[(tp, pp)]
+
+    # The planner loop: the layout code ranks every valid layout; each is resolved, budgeted and kept
+    # when its KV cache holds a request; the first that fits wins.
+    search = layout_search(
+        gear.gpus,
+        architecture,
+        topology=gear.topology,
+        requested={
+            "tensor_parallel_size": requested.get("tensor_parallel_size"),
+            "pipeline_parallel_size": requested.get("pipeline_parallel_size"),
+            "data_parallel_size": requested.get("data_parallel_size"),
+            "enable_expert_parallel": requested.get("enable_expert_parallel"),
+            "gpus": inputs.gpus,
+        },
+    )
+    fitting = None
+    for candidate in search.candidates:
+        found = evaluation(candidate.tp, candidate.pp)
+        if found is not None and found.fits:
+            fitting = candidate
+            break
+    result = auto_result(search, fitting)
+    if search.sizes_given:
+        result = explicit_result(search, result["candidate"])
+        found = evaluation(result["candidate"].tp, result["candidate"].pp)
+        result["fits"] = bool(result["fits"] and found is not None and found.fits)
+    layout = finish_layout(search, result)
+    tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
+    used = [by_index[i] for i in layout["gpus"] if i in by_index]
+    chosen = evaluation(tp, pp)
+    if chosen is None:  # the layout itself is invalid for the model: the budget states why
+        _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+    resolved_settings, figures = chosen.settings, chosen.budget
+    settings = settings_section(resolved_settings, requested, layout, figures, version)
+    resolved_values = {name: entry["value"] for name, entry in settings.items()}
+    environment = service_environment(layout["env"], {}, inputs.environment)
+    findings = plan_findings(
+        check_vllm(
+            version=version,
+            model=architecture,
+            settings=resolved_values,
+            gpus=used,
+            repo=inputs.model["repo"],
+            model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+            layout=layout,
+            budget=figures,
+            env=environment,
+            driver=driver_facts(gear.driver),
+        )
+    )
+    reported = {f["id"] for f in findings}
+    for fact in figures["findings"]:
+        check_id = _BUDGET_FINDING_IDS.get(fact["id"], fact["id"])
+        if check_id not in reported:
+            findings.append(finding(check_id, fact["severity"], fact["message"]))
+    _overhead, note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    if note:
+        findings.append(note)
+    quantization = inputs.model.get("quantization") or (
+        architecture.quantization.scheme if architecture.quantization is not None else None
+    )
+    standby = None
+    if inputs.standby_ollama is not None:
+        standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))
+        findings += coresidency
+    plan = {
+        "engine": "vllm",
+        "engine_version": version,
+        "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "layout": layout_section(layout),
+        "memory": _vllm_memory(figures, used),
+        "settings": settings,
+        "checks": findings,
+        "command": vllm_command(
+            inputs.model["repo"],
+            inputs.model["revision"],
+            settings,
+            [flag for flag in layout.get("flags") or [] if flag not in _SETTING_FLAGS] + inputs.extra_args,
+            auto_max_model_len=requested.get("max_model_len") == "auto",
+        ),
+        "environment": environment,
+    }
+    if standby is not None:
+        plan["standby_ollama"] = standby
+    return plan
+
+
+def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
+    """The budget figures checks.py reads."""
+    layout = budget["layout"]
+    request = layout["blocks_per_request"] * layout["bytes_per_block"]
+    return {
+        "block_size": budget["block_size"],
+        "num_gpu_blocks": budget["num_blocks"],
+        "max_concurrency": budget["max_concurrency"],
+        "kv_cache_bytes": budget["kv_cache_bytes"],
+        "request_kv_bytes": request,
+        "fits": budget["kv_cache_bytes"] >= request + layout["bytes_per_block"],
+    }
+
+
+_SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
+
+
+def _vllm_memory(figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The plan's memory section from the budget (per GPU, as each rank logs it)."""
+    per_rank = figures["weights_per_rank_bytes"]
+    per_gpu = []
+    for position, gpu in enumerate(used):
+        rank_weights = per_rank[position % len(per_rank)] if per_rank else figures["weights_bytes"]
+        per_gpu.append(
+            {
+                "index": int(gpu["index"]),
+                "name": gpu.get("name"),
+                "total_gib": gib(cuda_total_bytes_from_nvidia_smi(int(gpu["memory_mib"]))),
+                "weights_gib": gib(rank_weights),
+                "overhead_gib": gib(figures["overhead_bytes"]),
+                "kv_cache_gib": gib(figures["kv_cache_bytes"]),
+            }
+        )
+    return {
+        "gpu_total_gib": gib(figures["gpu_total_bytes"]),
+        "weights_gib": gib(figures["weights_bytes"]),
+        "overhead_gib": gib(figures["overhead_bytes"]),
+        "kv_cache_gib": gib(figures["kv_cache_bytes"]),
+        "kv_cache_tokens": int(figures["kv_cache_tokens"]),
+        "max_concurrency": round(float(figures["max_concurrency"]), 2),
+        "block_size": int(figures["block_size"]),
+        "vram_used_gib": gib(figures["vram_used_bytes"]),
+        "per_gpu": per_gpu,
+    }
