@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting, setting_available
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
@@ -64,7 +64,7 @@ _STANDBY_KEYS = ("version", "model", "gpus", *(s.name for s in _STANDBY_SETTINGS
 
 # Inputs beside the engine settings: layout requests and pass-through values.
 _EXTRA_VARS = {
-    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment", STANDBY_VAR),
+    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment", STANDBY_VAR, "vllm_device", "vllm_cpu_kvcache_space"),
     "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
@@ -98,6 +98,8 @@ class HostInputs:
     environment: Dict[str, str] = field(default_factory=dict)
     listen: Optional[str] = None  # OLLAMA_HOST from ollama_host/ollama_port (vLLM's belong to the vllm role)
     standby_ollama: Optional[StandbyOllama] = None  # vLLM hosts only
+    device: str = "cuda"  # vllm_device: cuda (NVIDIA GPUs) or cpu (vLLM's CPU build, vllm-cpu)
+    cpu_kvcache_space_gib: Optional[int] = None  # vllm_cpu_kvcache_space: VLLM_CPU_KVCACHE_SPACE on a CPU host
 
 
 @dataclass
@@ -327,6 +329,33 @@ def _validate_standby_ollama(value: Any, errors: List[str]) -> Optional[StandbyO
     return StandbyOllama(version=version, model=model, settings=settings, gpus=gpus)
 
 
+VLLM_DEVICES = ("cuda", "cpu")
+
+
+def _validate_device(variables: Mapping[str, Any], engine: str, errors: List[str]) -> Tuple[str, Optional[int]]:
+    """(vllm_device, vllm_cpu_kvcache_space in GiB) of a vLLM host; CPU hosts run the vllm-cpu build."""
+    device = variables.get("vllm_device")
+    space = variables.get("vllm_cpu_kvcache_space")
+    if engine != "vllm":
+        return "cuda", None
+    if _is_unset(device):
+        device = "cuda"
+    if device not in VLLM_DEVICES:
+        errors.append(f"vllm_device must be one of {', '.join(VLLM_DEVICES)}, got {device!r}")
+        return "cuda", None
+    if _is_unset(space):
+        return device, None
+    number = _number(space, "int")
+    if device != "cpu":
+        errors.append(
+            "vllm_cpu_kvcache_space sizes the KV cache of vLLM's CPU build: set it only with vllm_device: cpu"
+        )
+    elif number is None or not 1 <= number <= 4096:
+        errors.append(f"vllm_cpu_kvcache_space must be a whole number of GiB from 1 to 4096, such as 4, got {space!r}")
+        return device, None
+    return device, None if number is None else int(number)
+
+
 def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
     """Check a host's variables; raise PlanInputError listing every problem (each names its variable)."""
     errors: List[str] = []
@@ -380,6 +409,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
                 "ollama_* variables instead"
             )
     standby_ollama = _validate_standby_ollama(variables.get(STANDBY_VAR), errors) if engine == "vllm" else None
+    device, kv_space = _validate_device(variables, engine, errors)
     if errors:
         raise PlanInputError(errors)
     return HostInputs(
@@ -392,6 +422,8 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         environment=environment,
         listen=listen,
         standby_ollama=standby_ollama,
+        device=device,
+        cpu_kvcache_space_gib=kv_space,
     )
 
 

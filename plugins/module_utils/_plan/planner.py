@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
-    validate_inputs,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
 ENGINES = ("vllm", "ollama")
@@ -40,8 +39,11 @@ def build_plan(
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
     """
     inputs = validate_inputs(variables)
-    gear = normalize_hardware(hardware)
-    plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else vllm_plan(inputs, gear, measured)
+    if inputs.engine == "vllm" and inputs.device == "cpu":
+        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured)
+    else:
+        gear = normalize_hardware(hardware)
+        plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else vllm_plan(inputs, gear, measured)
     revision = revision_check(inputs.model)
     if revision:
         plan["checks"].insert(0, revision)
@@ -56,6 +58,7 @@ def build_plan(
         "host",
         "engine",
         "engine_version",
+        "device",  # only on CPU hosts (vllm_device: cpu)
         "model",
         "layout",
         "memory",
@@ -67,3 +70,9 @@ def build_plan(
         "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
     )
     return {key: plan[key] for key in order if key in plan}
+
+
+def _host_memory_mib(hardware: Mapping[str, Any]) -> Optional[int]:
+    """The host's memory in MiB (hardware ``memory_mib``: inferops_host_memory_mib or ansible_memtotal_mb)."""
+    value = _number(hardware.get("memory_mib"), "int")
+    return int(value) if value and value > 0 else None

@@ -168,8 +168,13 @@ def _evaluate(
     context: Mapping[str, Any],
     tp: int,
     pp: int,
+    pinned: Optional[Mapping[str, Any]] = None,
 ) -> _Evaluation:
-    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle."""
+    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle.
+
+    pinned: values the engine takes from elsewhere than its flags (the CPU build's KV cache size from
+    VLLM_CPU_KVCACHE_SPACE), laid over the resolved values for the budget.
+    """
     overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
     choices: Dict[str, Any] = {}
     settings = resolve_vllm_settings(ctx, inputs.settings, choices)
@@ -182,7 +187,7 @@ def _evaluate(
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
             weights=weights,
-            settings=settings.values,
+            settings={**settings.values, **(pinned or {})},
             gpu_name=ctx.gpu_name,
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,
@@ -261,8 +266,8 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
     chosen = evaluation(tp, pp)
-    if chosen is None:  # the layout itself is invalid for the model: the budget states why
-        _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+    if chosen is None:  # the layout itself is invalid for the model: the budget raises why
+        chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
     resolved_settings, figures = chosen.settings, chosen.budget
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}

