@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
@@ -54,6 +54,7 @@ class Hardware:
     gpus: List[Dict[str, Any]]
     topology: Optional[Dict[str, Any]]
     driver: Dict[str, Any]
+    notes: List[Dict[str, str]] = field(default_factory=list)  # findings about the hardware as given
 
 
 def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
@@ -81,12 +82,18 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
         gpu.setdefault("index", position)
     topology = hardware.get("topology")
     topology = _plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
+    notes: List[Dict[str, str]] = []
     if topology is None and len(gpu_list) > 1:
-        raise PlanInputError(
-            [
-                "inferops_gpu_topology_text is required when inferops_gpus lists more than one GPU: paste the "
-                "output of `nvidia-smi topo -m` (the layout depends on how the GPUs are linked)"
-            ]
+        topology = assumed_topology(len(gpu_list))
+        notes.append(
+            finding(
+                "topology-assumed",
+                "warning",
+                f"inferops_gpu_topology_text is not set: the plan assumes the {len(gpu_list)} GPUs are linked "
+                "through the host bridge (PHB: no NVLink, no peer-to-peer). Paste the output of "
+                "`nvidia-smi topo -m` (and `nvidia-smi topo -p2p r`) of the host into inferops_gpu_topology_text, "
+                "or let the plan gather it from the host, for a layout that uses its real links",
+            )
         )
     if topology is not None and len(topology["matrix"]) != len(gpu_list):
         raise PlanInputError(
@@ -95,7 +102,17 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                 f"{len(gpu_list)}: declare both from the same host"
             ]
         )
-    return Hardware(gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {})
+    return Hardware(
+        gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {}, notes=notes
+    )
+
+
+def assumed_topology(count: int) -> Dict[str, Any]:
+    """The topology planned when none is given: every pair through the host bridge, peer-to-peer refused."""
+    return {
+        "matrix": [["X" if a == b else "PHB" for b in range(count)] for a in range(count)],
+        "p2p": [["X" if a == b else "NS" for b in range(count)] for a in range(count)],
+    }
 
 
 def load_config(model: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

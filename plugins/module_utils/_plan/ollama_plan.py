@@ -159,7 +159,8 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
             "per_gpu": per_gpu,
         },
         "settings": settings,
-        "checks": plan_findings(budget["checks"])
+        "checks": list(gear.notes)
+        + plan_findings(budget["checks"])
         + plan_findings(layout.get("problems") or [])
         + plan_findings(
             check_ollama(

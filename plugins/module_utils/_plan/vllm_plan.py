@@ -286,6 +286,7 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
             driver=driver_facts(gear.driver),
         )
     )
+    findings = list(gear.notes) + findings
     reported = {f["id"] for f in findings}
     for fact in figures["findings"]:
         check_id = _BUDGET_FINDING_IDS.get(fact["id"], fact["id"])

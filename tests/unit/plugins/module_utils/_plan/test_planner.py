@@ -333,12 +333,25 @@ def test_ollama_without_the_gguf_size_names_weights_bytes():
         build_plan(variables, one_3090())
 
 
-def test_several_gpus_need_the_declared_topology():
+def test_several_gpus_without_a_topology_are_planned_over_the_host_bridge():
     gpus = [dict(RTX3090), dict(RTX3090, index=1)]
-    with pytest.raises(PlanInputError, match="inferops_gpu_topology_text is required"):
-        build_plan(ollama_vars(), {"gpus": gpus, "topology": {}})
+    assumed = build_plan(ollama_vars(), {"gpus": gpus, "topology": {}})
+    assert ids(assumed, "warning") >= {"topology-assumed"}
+    note = next(c for c in assumed["checks"] if c["id"] == "topology-assumed")
+    assert "inferops_gpu_topology_text" in note["message"] and "PHB" in note["message"]
     plan = build_plan(ollama_vars(), {"gpus": gpus, "topology": parse_topology(TOPO_3090X2_NVLINK)})
     assert plan["layout"]["gpus"] == [0]  # the model fits one card: Ollama uses the fewest GPUs
+    assert "topology-assumed" not in ids(plan)
+
+
+def test_the_seed_host_without_its_topology_text_gets_tp2_and_a_warning():
+    variables, hardware = example("agent-2x5060ti")
+    plan = build_plan(variables, dict(hardware, topology={}))
+    assert (plan["layout"]["tensor_parallel_size"], plan["layout"]["pipeline_parallel_size"]) == (2, 1)
+    assert "topology-assumed" in ids(plan, "warning")
+    # PHB without peer-to-peer on GeForce cards: NCCL over the host, custom all-reduce off
+    assert plan["environment"]["NCCL_P2P_DISABLE"] == "1"
+    assert "--disable-custom-all-reduce" in plan["command"]
 
 
 def test_no_gpus_is_a_clear_error():
