@@ -669,8 +669,23 @@ def _add_replicas(
         result["reason"] += f"; {result['data_parallel_size']} data-parallel replicas (one per free GPU set)"
 
 
-def explicit_result(search: LayoutSearch, auto_cand: Candidate) -> Dict[str, Any]:
-    """The inventory's layout (sizes it left unset from ``auto_cand``) with the problems it has.
+def constrained_candidates(search: LayoutSearch) -> List[Candidate]:
+    """The ranked candidates that keep every parallel size the inventory pins (a pinned TP fixes TP and the
+    search chooses the rest, within the host's GPUs)."""
+    pinned = {
+        "tp": search.requested.get("tensor_parallel_size"),
+        "pp": search.requested.get("pipeline_parallel_size"),
+    }
+    return [
+        cand
+        for cand in search.candidates
+        if all(value in (None, "") or int(value) == getattr(cand, name) for name, value in pinned.items())
+    ]
+
+
+def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None) -> Dict[str, Any]:
+    """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
+    candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
 
     ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
     """
@@ -681,9 +696,10 @@ def explicit_result(search: LayoutSearch, auto_cand: Candidate) -> Dict[str, Any
         search.requested,
         search.nnodes,
     )
-    # Sizes the inventory left unset come from the automatic choice.
-    tp = int(requested.get("tensor_parallel_size") or auto_cand.tp)
-    pp = int(requested.get("pipeline_parallel_size") or auto_cand.pp)
+    # Sizes the inventory left unset come from the best candidate that keeps the pinned ones.
+    fill = fill or auto_cand
+    tp = int(requested.get("tensor_parallel_size") or fill.tp)
+    pp = int(requested.get("pipeline_parallel_size") or fill.pp)
     dp = int(requested.get("data_parallel_size") or 1)
     ep_requested = requested.get("enable_expert_parallel")
     ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)

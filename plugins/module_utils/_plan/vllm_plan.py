@@ -49,6 +49,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     auto_result,
+    constrained_candidates,
     explicit_result,
     finish_layout,
     layout_search,
@@ -259,7 +260,14 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
             break
     result = auto_result(search, fitting)
     if search.sizes_given:
-        result = explicit_result(search, result["candidate"])
+        # Pinned sizes are constraints: the unset ones come from the first candidate that keeps them and fits.
+        fill = None
+        for candidate in constrained_candidates(search):
+            found = evaluation(candidate.tp, candidate.pp)
+            if found is not None and found.fits:
+                fill = candidate
+                break
+        result = explicit_result(search, result["candidate"], fill)
         found = evaluation(result["candidate"].tp, result["candidate"].pp)
         result["fits"] = bool(result["fits"] and found is not None and found.fits)
     layout = finish_layout(search, result)

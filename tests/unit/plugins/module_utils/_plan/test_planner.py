@@ -724,3 +724,38 @@ def test_with_a_fixed_kv_cache_size_vllm_holds_what_it_uses():
     assert ids(plan, "error") == set()
     variables["vllm_kv_cache_memory_bytes"] = "4g"
     assert "ollama-coresidency" in ids(build_plan(variables, hardware), "warning")
+
+
+RTX_PRO_6000 = {
+    "name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    "memory_mib": 97887,
+    "compute_capability": "12.0",
+    "pcie_gen_max": 5,
+    "pcie_gen_current": 5,
+    "pcie_width_max": 16,
+    "pcie_width_current": 16,
+}
+QWEN3_235B_FP8 = json.loads(
+    (
+        Path(__file__).resolve().parents[3] / "fixtures" / "model_configs" / "Qwen--Qwen3-235B-A22B-FP8_config.json"
+    ).read_text()
+)
+
+
+def test_a_pinned_tensor_parallel_size_is_a_constraint_within_the_host():
+    """4x RTX PRO 6000 with vllm_tensor_parallel_size 4: TP=4 PP=1 on the four GPUs, not TP=4 x an automatic PP."""
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "vllm_tensor_parallel_size": 4,
+        "inferops_model": {"repo": "Qwen/Qwen3-235B-A22B-FP8", "revision": COMMIT, "config": QWEN3_235B_FP8},
+    }
+    gpus = [dict(RTX_PRO_6000, index=i) for i in range(4)]
+    plan = build_plan(variables, {"gpus": gpus})
+    layout = plan["layout"]
+    assert (layout["tensor_parallel_size"], layout["pipeline_parallel_size"], layout["gpus"]) == (4, 1, [0, 1, 2, 3])
+    assert ids(plan, "error") == set()
+    pinned_tp1 = build_plan(dict(variables, vllm_tensor_parallel_size=1), {"gpus": gpus})
+    assert pinned_tp1["layout"]["tensor_parallel_size"] == 1
+    assert pinned_tp1["layout"]["pipeline_parallel_size"] * 1 <= 4  # the search chooses PP within the host
+    assert ids(pinned_tp1, "error") == set()

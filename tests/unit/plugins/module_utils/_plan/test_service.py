@@ -26,7 +26,7 @@ def test_vllm_service_carries_the_config_mapping_and_no_listen_address():
 
 def test_error_checks_become_the_services_refusal():
     variables, hardware = example("agent-2x5060ti")
-    plan = build_plan(dict(variables, vllm_tensor_parallel_size=1), hardware)
+    plan = build_plan(dict(variables, vllm_tensor_parallel_size=1, vllm_pipeline_parallel_size=1), hardware)
     errors = [c for c in plan["checks"] if c["severity"] == "error"]
     assert errors
     assert plan["service"]["errors"] == [f"{c['id']}: {c['message']}" for c in errors]
