@@ -16,6 +16,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.settings import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
 
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
@@ -75,7 +76,7 @@ ENGINE_SETTINGS = {"vllm": VLLM_SETTINGS, "ollama": OLLAMA_SETTINGS}
 
 def input_names(engine: Optional[str] = None) -> List[str]:
     """Every variable name this module reads (for one engine, or for all)."""
-    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version"]
+    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version", *CLUSTER_VARS]
     for name in ENGINES if engine is None else (engine,):
         names += [f"{name}_{s.name}" for s in ENGINE_SETTINGS[name]]
         names += list(_EXTRA_VARS[name])

@@ -534,7 +534,8 @@ def finish_layout(search: LayoutSearch, result: Mapping[str, Any]) -> Dict[str, 
         partition = pp_layer_partition(search.dims.num_hidden_layers, stage_memory)
         env["VLLM_PP_LAYER_PARTITION"] = ",".join(str(n) for n in partition)
         why.append(f"layers split by VRAM {env['VLLM_PP_LAYER_PARTITION']}")
-    if nnodes > 1:
+    if nnodes > 1 and (multi_node or {}).get("launcher", "mp") == "mp":
+        # vLLM's own multi-node launcher; with Ray the head starts every rank itself.
         flags += ["--nnodes", str(nnodes), "--node-rank", str(search.node_rank)]
         if (multi_node or {}).get("master_addr"):
             flags += ["--master-addr", str(multi_node["master_addr"])]

@@ -13,8 +13,9 @@ so secrets such as ``vllm_api_key`` or an HF token never enter the plan).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
@@ -30,6 +31,8 @@ def build_plan(
     hardware: Mapping[str, Any],
     measured: Optional[Mapping[str, Any]] = None,
     host: Optional[str] = None,
+    cluster: Optional[ClusterContext] = None,
+    cluster_findings: Sequence[Mapping[str, str]] = (),
 ) -> Dict[str, Any]:
     """The plan dict of one host (keys documented in docs/plan.md).
 
@@ -43,7 +46,9 @@ def build_plan(
         plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured)
     else:
         gear = normalize_hardware(hardware)
-        plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else vllm_plan(inputs, gear, measured)
+        engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
+        plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
+    plan["checks"] = [dict(f) for f in cluster_findings] + plan["checks"]
     revision = revision_check(inputs.model)
     if revision:
         plan["checks"].insert(0, revision)
@@ -68,6 +73,7 @@ def build_plan(
         "environment",
         "service",  # the contract both engine roles render (_plan/service.py)
         "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
+        "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)
     )
     return {key: plan[key] for key in order if key in plan}
 

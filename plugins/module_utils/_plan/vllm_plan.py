@@ -34,6 +34,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
     check_vllm,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     Hardware,
     driver_facts,
@@ -42,6 +43,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     load_config,
     model_section,
     plan_findings,
+    resolved,
     service_environment,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
@@ -205,7 +207,13 @@ def _evaluate(
     return _Evaluation(settings, figures)
 
 
-def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+def vllm_plan(
+    inputs: HostInputs,
+    gear: Hardware,
+    measured: Optional[Mapping[str, Any]],
+    cluster: Optional[ClusterContext] = None,
+) -> Dict[str, Any]:
+    """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
     version = inputs.engine_version
     architecture, served, entry = _architecture(inputs)
     requested = dict(inputs.settings)
@@ -244,6 +252,7 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
         gear.gpus,
         architecture,
         topology=gear.topology,
+        multi_node=cluster.multi_node() if cluster is not None else None,
         requested={
             "tensor_parallel_size": requested.get("tensor_parallel_size"),
             "pipeline_parallel_size": requested.get("pipeline_parallel_size"),
@@ -279,7 +288,13 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
     resolved_settings, figures = chosen.settings, chosen.budget
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
-    environment = service_environment(layout["env"], {}, inputs.environment)
+    environment = service_environment(
+        layout["env"], cluster.environment() if cluster is not None else {}, inputs.environment
+    )
+    if cluster is not None and cluster.backend == "ray" and "distributed_executor_backend" not in requested:
+        settings["distributed_executor_backend"] = resolved(
+            "ray", "chosen", f"one deployment over the {cluster.nnodes} nodes of Ray cluster {cluster.name}"
+        )
     findings = plan_findings(
         check_vllm(
             version=version,
@@ -329,6 +344,8 @@ def vllm_plan(inputs: HostInputs, gear: Hardware, measured: Optional[Mapping[str
     }
     if standby is not None:
         plan["standby_ollama"] = standby
+    if cluster is not None:
+        plan["cluster"] = cluster.section()
     return plan
 
 
