@@ -946,6 +946,20 @@ def suggested_batched_tokens(block_size: int, floor: int = 2048) -> int:
     return 1 << max(int(floor), int(block_size)).__sub__(1).bit_length()
 
 
+# The memory budget returns facts under its own kind names (with vLLM's error texts); this is the one place
+# that says under which registered finding id each is reported. The plan lists a fact only when the checks
+# below have not already reported that id (with the variable to change and a value that passes).
+BUDGET_FACT_FINDINGS = {
+    "vllm_max_model_len_too_long": "context-length",
+    "vllm_no_kv_cache_memory": "memory-fit",
+    "vllm_kv_cache_too_small": "memory-fit",
+    "vllm_exceeds_gpu_memory": "memory-fit",
+    "vllm_cudagraph_headroom": "memory-fit",
+    "vllm_kv_cache_memory_bytes": "memory-fit",
+    "vllm_align_block_size": "mamba-block-size",
+    "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
+    "vllm_architecture_unsupported": "architecture-unsupported",
+}
 # vllm_budget findings that checks.py reports itself, under a required id with the variable to change.
 _BUDGET_IDS_COVERED = ("vllm_align_block_size", "vllm_mamba_blocks_below_max_num_seqs", "vllm_max_model_len_too_long")
 

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _COMMIT_RE,
     HostInputs,
@@ -17,8 +18,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
 )
 
 # ------------------------------------------------------------------------------------ rendering
-
-SEVERITIES = ("error", "warning", "info")
 
 
 def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str, Any]:

@@ -167,7 +167,7 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
                 model=architecture,
                 settings={name: entry["value"] for name, entry in settings.items()},
                 model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
-                budget={"fits": not any(c["id"] == "ollama_partial_offload" for c in budget["checks"])},
+                budget={"fits": not any(c["id"] == "ollama-partial-offload" for c in budget["checks"])},
                 gpus=[by_index[i] for i in used_gpus],
                 driver=driver_facts(gear.driver),
             )

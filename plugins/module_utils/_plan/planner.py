@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
@@ -57,7 +58,7 @@ def build_plan(
     for finding in plan["checks"]:
         if finding not in unique:
             unique.append(finding)
-    plan["checks"] = unique
+    plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
     plan["service"] = service_section(plan)
     order = (
         "host",

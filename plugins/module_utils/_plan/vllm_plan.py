@@ -29,10 +29,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.weights import
     quantization_from_name,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    _cc as capability_x10,
+    BUDGET_FACT_FINDINGS,
+    check_vllm,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    check_vllm,
+    _cc as capability_x10,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
@@ -58,18 +59,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
 
-# Budget findings restate some checks with vLLM's own error text; they are listed under the check's id
-# and only when the check itself did not already report that topic.
-_BUDGET_FINDING_IDS = {
-    "vllm_max_model_len_too_long": "context-length",
-    "vllm_no_kv_cache_memory": "memory-fit",
-    "vllm_kv_cache_too_small": "memory-fit",
-    "vllm_exceeds_gpu_memory": "memory-fit",
-    "vllm_cudagraph_headroom": "memory-fit",
-    "vllm_kv_cache_memory_bytes": "memory-fit",
-    "vllm_align_block_size": "mamba-block-size",
-    "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
-}
 # Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
 # measurement taken with other values says nothing about this plan.
 _OVERHEAD_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "enforce_eager", "max_cudagraph_capture_size")
@@ -312,7 +301,7 @@ def vllm_plan(
     findings = list(gear.notes) + findings
     reported = {f["id"] for f in findings}
     for fact in figures["findings"]:
-        check_id = _BUDGET_FINDING_IDS.get(fact["id"], fact["id"])
+        check_id = BUDGET_FACT_FINDINGS[fact["id"]]
         if check_id not in reported:
             findings.append(finding(check_id, fact["severity"], fact["message"]))
     _overhead, note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))

@@ -28,7 +28,7 @@ Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "pe
 ``OllamaBudgetError`` naming the inventory variable.
 
 ``coresidency_checks(ollama_result, vllm_reserved_bytes, gpu_total_bytes) -> list``: the
-``ollama_vllm_not_coresident`` warning per GPU where vLLM's reservation plus the Ollama model
+``ollama-coresidency`` warning per GPU where vLLM's reservation plus the Ollama model
 exceed the card (Ollama on standby beside vLLM, seed deployment 1).
 
 What each Ollama version does (traced to ollama/ollama; see docs/ollama.md):
@@ -708,7 +708,7 @@ def ollama_budget(
         if gpu["used_bytes"] > gpu["total_bytes"]:
             _check(
                 checks,
-                "ollama_vram_exceeded",
+                "ollama-vram-exceeded",
                 "error",
                 f"GPU {gpu['index']}: {gpu['used_bytes'] / GIB:.2f} GiB needed, {gpu['total_bytes'] / GIB:.2f} GiB "
                 f"present with num_gpu {offloaded}; lower ollama_context_length or ollama_num_gpu, or pick a "
@@ -717,7 +717,7 @@ def ollama_budget(
     if offloaded < blocks + 1:
         _check(
             checks,
-            "ollama_partial_offload",
+            "ollama-partial-offload",
             "warning",
             f"{offloaded} of {blocks + 1} layers are on the GPUs; the rest run on the CPU, much slower",
         )
@@ -785,7 +785,7 @@ def coresidency_checks(
         if vllm + needed > total:
             _check(
                 checks,
-                "ollama_vllm_not_coresident",
+                "ollama-coresidency",
                 "warning",
                 f"GPU {index}: vLLM holds {vllm / GIB:.2f} GiB and the Ollama model needs {needed / GIB:.2f} GiB of "
                 f"{total / GIB:.2f} GiB, so both cannot be resident at once; give Ollama other GPUs ({gpus_variable}), "

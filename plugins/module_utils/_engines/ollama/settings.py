@@ -90,7 +90,7 @@ def resolve_ollama_settings(
     if version[:2] > VERIFIED_UP_TO[:2]:
         _check(
             checks,
-            "ollama_version_unverified",
+            "ollama-version-unverified",
             "info",
             f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
             "the rules of the llama-server era (0.30-0.33) are applied",
@@ -98,7 +98,7 @@ def resolve_ollama_settings(
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
         _check(
             checks,
-            "ollama_arch_unsupported",
+            "ollama-arch-unsupported",
             "error",
             f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
         )
@@ -118,7 +118,7 @@ def resolve_ollama_settings(
     if trained and context_length > trained:
         _check(
             checks,
-            "ollama_context_clamped",
+            "ollama-context-clamped",
             "warning",
             f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
         )
@@ -133,7 +133,7 @@ def resolve_ollama_settings(
     if num_parallel > 1 and forced_single_parallel(arch, version):
         _check(
             checks,
-            "ollama_parallel_forced",
+            "ollama-parallel-forced",
             "warning",
             f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
             f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
@@ -159,7 +159,7 @@ def resolve_ollama_settings(
         if flash_attention and not fa_supported:
             _check(
                 checks,
-                "ollama_flash_attention_gpu",
+                "ollama-flash-attention-gpu",
                 "warning",
                 "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
             )
@@ -169,7 +169,7 @@ def resolve_ollama_settings(
         if era == "llama_server":
             _check(
                 checks,
-                "ollama_kv_quantized_without_fa",
+                "ollama-kv-quantized-without-fa",
                 "error",
                 f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
                 "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
@@ -177,7 +177,7 @@ def resolve_ollama_settings(
         else:
             _check(
                 checks,
-                "ollama_kv_quantized_without_fa",
+                "ollama-kv-quantized-without-fa",
                 "warning",
                 f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
                 "and uses f16; the budget counts f16",

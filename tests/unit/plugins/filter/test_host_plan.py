@@ -144,5 +144,5 @@ def test_plan_playbook_fails_at_the_end_after_writing_every_report(tmp_path):
     assert sorted(p.stem for p in (tmp_path / "plans").glob("*.json")) == ["good", "quantized-kv-without-fa"]
     assert "ollama_version is required and must be an exact pin" in result.stdout
     table = result.stdout.index("| host ")
-    assert result.stdout.index("ollama_kv_quantized_without_fa: ") > table  # the failure comes after the table
+    assert result.stdout.index("ollama-kv-quantized-without-fa: ") > table  # the failure comes after the table
     assert "no plan" in result.stdout[table:]

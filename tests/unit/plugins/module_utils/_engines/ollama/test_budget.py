@@ -95,7 +95,7 @@ def test_qwen35_is_forced_to_one_sequence_from_0_17_1(qwen35_moe):
     assert budget["setting_sources"]["num_parallel"] == "forced by Ollama"
     assert budget["memory"]["kv_cache_bytes"] == KV_F16_PER_TOKEN * 32768
     assert budget["memory"]["recurrent_state_bytes"] == RECURRENT_PER_SEQUENCE
-    assert "ollama_parallel_forced" in [c["id"] for c in budget["checks"]]
+    assert "ollama-parallel-forced" in [c["id"] for c in budget["checks"]]
 
 
 def test_other_models_keep_parallel_sequences(qwen35_moe):
@@ -108,7 +108,7 @@ def test_other_models_keep_parallel_sequences(qwen35_moe):
 
 def test_before_0_17_1_qwen35_cannot_load(qwen35_moe):
     budget = budget_of("0.17.0", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192)
-    assert "ollama_arch_unsupported" in [c["id"] for c in budget["checks"] if c["severity"] == "error"]
+    assert "ollama-arch-unsupported" in [c["id"] for c in budget["checks"] if c["severity"] == "error"]
     assert budget["era"] == "runner_layout"
 
 
@@ -124,7 +124,7 @@ def test_quantized_kv_needs_flash_attention_in_llama_server_era(qwen35_moe):
         "0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=8192, kv_cache_type="q8_0",
         flash_attention=False,
     )  # fmt: skip
-    assert [c["id"] for c in budget["checks"] if c["severity"] == "error"] == ["ollama_kv_quantized_without_fa"]
+    assert [c["id"] for c in budget["checks"] if c["severity"] == "error"] == ["ollama-kv-quantized-without-fa"]
 
 
 def test_quantized_kv_falls_back_to_f16_in_older_eras(qwen35_moe):
@@ -168,16 +168,16 @@ def test_default_context_tiers_by_version_and_vram():
 def test_context_is_clamped_to_the_trained_context(qwen35_moe):
     budget = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=16 * GIB, context_length=1_000_000)
     assert budget["settings"]["context_length"] == 262144
-    assert "ollama_context_clamped" in [c["id"] for c in budget["checks"]]
+    assert "ollama-context-clamped" in [c["id"] for c in budget["checks"]]
 
 
 def test_too_much_with_num_gpu_is_an_error_and_auto_fit_offloads(qwen35_moe):
     forced = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144, num_gpu=99)
-    assert "ollama_vram_exceeded" in [c["id"] for c in forced["checks"] if c["severity"] == "error"]
+    assert "ollama-vram-exceeded" in [c["id"] for c in forced["checks"] if c["severity"] == "error"]
     fitted = budget_of("0.32.9", qwen35_moe, RTX_3090, weights_bytes=22 * GIB, context_length=262144)
     assert fitted["layers"]["offloaded"] < 41
     assert fitted["per_gpu"][0]["used_bytes"] + 1024 * MIB <= 24 * GIB  # --fit keeps 1 GiB free
-    assert "ollama_partial_offload" in [c["id"] for c in fitted["checks"]]
+    assert "ollama-partial-offload" in [c["id"] for c in fitted["checks"]]
     assert not [c for c in fitted["checks"] if c["severity"] == "error"]
 
 
@@ -311,7 +311,7 @@ def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):
     totals = {0: 16 * GIB, 1: 16 * GIB}
     vllm = {0: int(0.9 * 16 * GIB), 1: int(0.9 * 16 * GIB)}
     checks = ob.coresidency_checks(budget, vllm, totals)
-    assert [c["id"] for c in checks] == ["ollama_vllm_not_coresident"] * 2
+    assert [c["id"] for c in checks] == ["ollama-coresidency"] * 2
     assert "vllm_gpu_memory_utilization" in checks[0]["message"]
     # GPUs that vLLM does not use, or room for both, give no finding
     assert ob.coresidency_checks(budget, {2: 10 * GIB}, totals) == []
