@@ -119,6 +119,10 @@ plan: venv ## plan the example inventory (no root, GPU or network): reports in p
 accuracy: venv ## regenerate docs/accuracy.md: predicted vs logged vLLM startup figures
 	PYTHONPATH=$(COLLECTIONS) python tests/accuracy/generate.py
 
+.PHONY: golden
+golden: venv ## rewrite tests/golden/plans and the plan tables of README.md and docs/plan.md from the example inventory
+	python tests/golden/generate.py
+
 .PHONY: benchmark
 benchmark: venv ## plan 200 declared hosts and report the wall time and cost per host (not a test)
 	python tests/benchmark/plan_hosts.py --hosts 200 | tee $(BUILD)/benchmark-report.md

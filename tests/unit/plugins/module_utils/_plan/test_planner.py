@@ -38,19 +38,9 @@ TOPO_3090X2_NVLINK = """\
 GPU0     X      NV4     0-15    0               N/A
 GPU1    NV4      X      0-15    0               N/A
 """
-PLAN_KEYS = [
-    "host",
-    "engine",
-    "engine_version",
-    "model",
-    "layout",
-    "memory",
-    "settings",
-    "checks",
-    "command",
-    "environment",
-    "service",
-]
+# The report's key order is the golden plans' (tests/golden/plans, `make golden`), not a copy kept here.
+GOLDEN = Path(__file__).resolve().parents[5] / "tests" / "golden" / "plans"
+PLAN_KEYS = [k for k in json.loads((GOLDEN / "bf16-4x3090.json").read_text()) if k != "standby_ollama"]
 MODEL_KEYS = {"repo", "revision", "architecture", "weights_bytes", "weights_source", "quantization"}
 LAYOUT_KEYS = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpus", "reason"}
 MEMORY_KEYS = {
