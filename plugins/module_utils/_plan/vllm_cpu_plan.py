@@ -23,14 +23,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.setting
     SettingsContext,
     settings_section,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
-    estimate_weights,
-    quantization_from_name,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import check_vllm
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     layout_section,
-    load_config,
     model_section,
     plan_findings,
     service_environment,
@@ -40,6 +35,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan impor
     _OVERHEAD_SETTINGS,
     _architecture,
     _evaluate,
+    model_weights,
 )
 
 # Without the host's memory, the KV cache the plan gives the CPU build (vLLM's own default before 0.10).
@@ -64,14 +60,7 @@ def vllm_cpu_plan(
     version = inputs.engine_version
     architecture, served, entry = _architecture(inputs)
     requested = dict(inputs.settings)
-    weights = estimate_weights(
-        served,
-        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
-        weights_bytes=inputs.model.get("weights_bytes"),
-        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
-        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
-        include_vision=not requested.get("language_model_only"),
-    )
+    weights = model_weights(inputs, served, entry)
     space = inputs.cpu_kvcache_space_gib or default_kvcache_space(host_memory_mib, weights.total_bytes)
     memory_bytes = int(host_memory_mib) * MIB if host_memory_mib else (space + 64) * GIB
     ctx = SettingsContext(

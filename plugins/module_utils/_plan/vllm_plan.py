@@ -25,6 +25,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.setting
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    WeightsEstimate,
     estimate_weights,
     quantization_from_name,
 )
@@ -83,6 +84,19 @@ def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitect
         return architecture, architecture, entry
     base = config if config is not None else entry.config
     return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
+
+
+def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> WeightsEstimate:
+    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts."""
+    requested = inputs.settings
+    return estimate_weights(
+        served,
+        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
+        weights_bytes=inputs.model.get("weights_bytes"),
+        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
+        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
+        include_vision=not requested.get("language_model_only"),
+    )
 
 
 def _measured_overhead(
@@ -206,14 +220,7 @@ def vllm_plan(
     version = inputs.engine_version
     architecture, served, entry = _architecture(inputs)
     requested = dict(inputs.settings)
-    weights = estimate_weights(
-        served,
-        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
-        weights_bytes=inputs.model.get("weights_bytes"),
-        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
-        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
-        include_vision=not requested.get("language_model_only"),
-    )
+    weights = model_weights(inputs, served, entry)
     by_index = {int(g["index"]): g for g in gear.gpus}
     allowed = inputs.gpus or list(by_index)
     engine_gpus = [by_index[i] for i in allowed if i in by_index]
