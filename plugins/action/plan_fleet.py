@@ -1,0 +1,126 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Action of inferops.llm.plan_fleet: plan every host of the play in one task (docs in modules/plan_fleet.py).
+
+One task on the controller instead of several per host: it reads, per host, only the variables the plan
+knows (secrets such as vllm_api_key are never templated), the declared or gathered hardware and the local
+fact of the last vLLM start, plans the hosts with _plan/fleet.py (clusters together), writes the reports and
+returns the table. Hosts are never contacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import typing as t
+from collections.abc import Mapping, Sequence
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.inferops.llm.plugins.action.plan_report import write_if_changed
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
+from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
+
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "dest": {"type": "path", "required": True},
+    "write_reports": {"type": "bool", "default": True},
+    "mode": {"type": "raw", "default": "0644"},
+}
+
+
+def _plain(value: t.Any) -> t.Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
+    """The host as the planner sees it, reading only the planning variables and facts."""
+    names = [name for name in input_names() if name in host_vars]
+    variables = {name: _plain(host_vars[name]) for name in names}
+    facts = _plain(host_vars["ansible_facts"]) if "ansible_facts" in host_vars else {}
+    if "inferops_gpus" in host_vars:
+        text = _plain(host_vars["inferops_gpu_topology_text"]) if "inferops_gpu_topology_text" in host_vars else ""
+        hardware = {
+            "gpus": _plain(host_vars["inferops_gpus"]),
+            "topology": parse_topology(text or ""),
+            "driver": _plain(host_vars["inferops_gpu_driver"]) if "inferops_gpu_driver" in host_vars else {},
+        }
+    else:
+        hardware = {
+            "gpus": facts.get("inferops_gpus") or [],
+            "topology": facts.get("inferops_gpu_topology") or {},
+            "driver": facts.get("inferops_gpu_driver") or {},
+        }
+    memory = _plain(host_vars["inferops_host_memory_mib"]) if "inferops_host_memory_mib" in host_vars else None
+    hardware["memory_mib"] = memory or facts.get("memtotal_mb")
+    gathered: dict[str, t.Any] = {}
+    version = (facts.get("python") or {}).get("version") or {}
+    if version.get("major") is not None:
+        gathered["python"] = f"{version['major']}.{version.get('minor')}"
+    interface = variables.get("inferops_cluster_interface")
+    if interface and isinstance(facts.get(str(interface)), Mapping):
+        address = (facts[str(interface)].get("ipv4") or {}).get("address")
+        if address:
+            gathered.update(address=address, interface=str(interface))
+    measured = (facts.get("ansible_local") or {}).get("inferops_vllm")
+    return Member(host=host, variables=variables, hardware=hardware, facts=gathered), measured
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp: t.Any = None, task_vars: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+        result = super().run(tmp, task_vars)
+        _spec, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            mode = int(str(args["mode"]), 8)
+        except ValueError as error:
+            raise AnsibleActionFail(f"plan_fleet: mode must be octal such as '0644', got {args['mode']!r}") from error
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        members, measured = [], {}
+        for host in args["hosts"]:
+            if "/" in host or host.startswith("."):
+                raise AnsibleActionFail(f"plan_fleet: {host!r} cannot name a report file")
+            member, fact = _member(host, hostvars[host])
+            members.append(member)
+            if fact:
+                measured[host] = _plain(fact)
+        planned = plan_fleet(members, measured)
+        plans = {host: entry["plan"] for host, entry in planned.items() if "plan" in entry}
+        input_errors = {host: entry["errors"] for host, entry in planned.items() if "errors" in entry}
+        written: list[str] = []
+        if args["write_reports"] and plans:
+            dest = os.path.realpath(args["dest"])
+            os.makedirs(dest, exist_ok=True)
+            for host, plan in plans.items():
+                for path, content in (
+                    (os.path.join(dest, f"{host}.json"), json.dumps(plan, indent=2) + "\n"),
+                    (os.path.join(dest, f"{host}.md"), render_markdown(plan)),
+                ):
+                    if write_if_changed(path, content, mode):
+                        written.append(path)
+        check_errors = {
+            host: [f"{c['id']}: {c['message']}" for c in plan["checks"] if c["severity"] == "error"]
+            for host, plan in plans.items()
+        }
+        result.update(
+            changed=bool(written),
+            plans=plans,
+            input_errors=input_errors,
+            check_errors={host: errors for host, errors in check_errors.items() if errors},
+            table=render_table(
+                [plans.get(host) or {"host": host, "error": "; ".join(input_errors[host])} for host in planned]
+            ),
+            written=written,
+        )
+        return result

@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# Copyright: inferops.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# (ansible-test validate-modules requires this header on every module)
+"""Documentation of the inferops.llm.plan_fleet action (the code is plugins/action/plan_fleet.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: plan_fleet
+short_description: Plan every host of a play in one task on the controller
+version_added: 0.2.0
+description:
+  - Computes the plan of every host in O(hosts) (see docs/plan.md) in one task, writes
+    C(<dest>/<host>.json) and C(<dest>/<host>.md), and returns the plans, the table and the errors.
+  - Reads, per host, only the variables the plan knows (secrets such as C(vllm_api_key) are never read),
+    the declared hardware (C(inferops_gpus), C(inferops_gpu_topology_text), C(inferops_gpu_driver)) or the
+    facts M(inferops.llm.gpu_facts) gathered, C(inferops_host_memory_mib) or the gathered memory, and the
+    vLLM role's local fact of the last start.
+  - The hosts that share C(inferops_cluster) are planned together as one multi-host deployment.
+  - Runs on the controller only; no host is contacted. Used by C(playbooks/plan.yml) with C(run_once).
+author:
+  - inferops.llm maintainers (@inferops)
+options:
+  hosts:
+    description: The inventory names of the hosts to plan, usually C(ansible_play_hosts_all).
+    type: list
+    elements: str
+    required: true
+  dest:
+    description: Directory on the controller for the reports, created when missing.
+    type: path
+    required: true
+  write_reports:
+    description: Write the JSON and Markdown reports.
+    type: bool
+    default: true
+  mode:
+    description: Permissions of the report files, as an octal string.
+    type: raw
+    default: "0644"
+attributes:
+  action:
+    description: Runs as an action plugin on the controller.
+    support: full
+    details: Everything happens in the action plugin; no module is sent to any host.
+  check_mode:
+    description: Can run in check mode.
+    support: full
+    details: The reports are written in check mode too; they only touch the controller.
+  diff_mode:
+    description: Returns details on what changed.
+    support: none
+  idempotent:
+    description: A second run with the same inputs changes nothing.
+    support: full
+  platform:
+    description: Target platforms.
+    platforms: posix
+    support: full
+    details: Writes to the controller's file system.
+seealso:
+  - module: inferops.llm.plan_report
+  - plugin: inferops.llm.host_plan
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+---
+- name: Plan every host of the play
+  inferops.llm.plan_fleet:
+    hosts: "{{ ansible_play_hosts_all }}"
+    dest: plans
+  run_once: true
+  register: fleet
+"""
+
+RETURN = r"""
+plans:
+  description: The plan of every host whose inputs are valid, by host name (keys in docs/plan.md).
+  returned: always
+  type: dict
+  sample: {gpu01: {host: gpu01, engine: vllm}}
+input_errors:
+  description: Per host whose inputs cannot be planned, the messages (each names its variable).
+  returned: always
+  type: dict
+  sample: {gpu02: ["inferops_engine is required and must be one of vllm, ollama, got 'tgi'"]}
+check_errors:
+  description: Per host whose plan has error-severity checks, C(<id>: <message>) of each.
+  returned: always
+  type: dict
+  sample: {gpu03: ["memory-fit: vllm_max_model_len: ..."]}
+table:
+  description: The Markdown table of all plans, one string per line (what C(make plan) prints).
+  returned: always
+  type: list
+  elements: str
+written:
+  description: The report paths whose content changed in this run.
+  returned: always
+  type: list
+  elements: str
+"""
