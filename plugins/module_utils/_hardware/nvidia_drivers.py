@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 # --------------------------------------------------------------------------- generations
@@ -180,10 +181,12 @@ def _gpu_label(gpu: Mapping[str, Any]) -> str:
 
 def driver_version_tuple(text: Any) -> Tuple[int, ...]:
     """ "575.51.03" -> (575, 51, 3); a Debian revision ("-1", "-0ubuntu1") is ignored."""
-    raw = str(text).strip().split("-", 1)[0]
-    if not re.fullmatch(r"\d+(\.\d+){0,2}", raw):
-        raise ValueError(f"driver version {text!r} is not of the form BRANCH[.MINOR[.PATCH]], for example '580.95.05'")
-    return tuple(int(part) for part in raw.split("."))
+    try:
+        return release_tuple(text, variable="driver version", example="'580.95.05'", parts=(1, 2, 3), suffix="-")
+    except VersionError as error:
+        raise ValueError(
+            f"driver version {text!r} is not of the form BRANCH[.MINOR[.PATCH]], for example '580.95.05'"
+        ) from error
 
 
 def driver_at_least(installed: Any, minimum: Any) -> bool:

@@ -54,6 +54,7 @@ import math
 import struct
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
 
 GIB = 1 << 30
@@ -162,13 +163,11 @@ class OllamaBudgetError(ValueError):
 
 def parse_version(version: str) -> Tuple[int, int, int]:
     """'0.32.9', 'v0.30.0-rc2' -> (0, 32, 9); raises OllamaBudgetError naming ollama_version."""
-    text = str(version).strip().lstrip("v").split("-", 1)[0]
-    parts = text.split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise OllamaBudgetError(
-            f"ollama_version {version!r} is not an exact release (X.Y.Z); pin one, e.g. ollama_version: '0.32.9'"
-        )
-    return int(parts[0]), int(parts[1]), int(parts[2])
+    try:
+        major, minor, patch = release_tuple(version, variable="ollama_version", example="'0.32.9'", suffix="-")
+    except VersionError as error:
+        raise OllamaBudgetError(f"{error} (X.Y.Z)") from error
+    return major, minor, patch
 
 
 def era_of(version: Tuple[int, int, int]) -> str:

@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
+
 ZSTD_SINCE = (0, 14, 0)  # ollama commit 34d0c55ea "Linux: switch to zstd compression"
 ARCH_ALIASES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 ParameterValue = Union[str, List[str]]
 
@@ -38,10 +39,10 @@ class OllamaRenderError(ValueError):
 
 
 def _version(version: str) -> tuple:
-    match = VERSION_RE.match(str(version))
-    if not match:
-        raise OllamaRenderError(f"ollama_version {version!r} must be an exact release such as '0.32.9'")
-    return tuple(int(p) for p in match.groups())
+    try:
+        return release_tuple(version, variable="ollama_version", example="'0.32.9'", tag_prefix=False)
+    except VersionError as error:
+        raise OllamaRenderError(f"ollama_version {version!r} must be an exact release such as '0.32.9'") from error
 
 
 def archive_name(version: str, arch: str) -> str:

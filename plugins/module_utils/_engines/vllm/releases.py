@@ -24,9 +24,10 @@ Public API:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import release_tuple
 
 OLDEST_SUPPORTED = (0, 10, 0)
 NEWEST_KNOWN = (0, 33, 99)
@@ -37,16 +38,15 @@ _GIB = 1 << 30
 
 
 def parse_vllm_version(text: str) -> Tuple[int, ...]:
-    raw = str(text).strip()
-    if raw.startswith("v"):
-        raw = raw[1:]
-    raw = raw.split("+", 1)[0]
-    if not re.fullmatch(r"\d+\.\d+\.\d+(\.\d+)?", raw):
-        raise ValueError(
-            f"vllm_version {text!r} is not an exact release: pin a published version such as 0.26.0 "
-            "(pre-releases, nightlies and ranges cannot be budgeted)"
-        )
-    return tuple(int(part) for part in raw.split("."))
+    """``0.26.0``, ``v0.10.1.1``, ``0.27.1+cu129`` (a local build of the release) -> the release numbers."""
+    return release_tuple(
+        text,
+        variable="vllm_version",
+        example="0.26.0",
+        parts=(3, 4),
+        suffix="+",
+        hint=" (pre-releases, nightlies and ranges cannot be budgeted)",
+    )
 
 
 @dataclass(frozen=True)
