@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting, setting_available
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
@@ -22,7 +23,6 @@ ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
 
 # vLLM publishes versions like 0.26.0 and, rarely, 0.10.1.1; Ollama 0.30.0.
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:\.\d+)?$")
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -280,10 +280,19 @@ def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], error
     return args
 
 
+def _is_release(version: str) -> bool:
+    try:
+        release_tuple(version, parts=(3, 4), tag_prefix=False)
+    except VersionError:
+        return False
+    return True
+
+
 def _validate_version(var: str, value: Any, example: str, errors: List[str]) -> str:
-    version = str(value).strip() if isinstance(value, (str, int, float)) else ""
-    if not _VERSION_RE.match(version):
-        errors.append(f"{var} is required and must be an exact pin like {example}, got {version or None!r}")
+    version = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    if not _is_release(version):
+        shown = "a credential-like value" if _SECRET_VALUE_RE.search(version) else repr(version or None)
+        errors.append(f"{var} is required and must be an exact pin like {example}, got {shown}")
     return version
 
 
@@ -377,7 +386,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         coerced = _coerce(setting, var, value, errors)
         if coerced is None:
             continue
-        if _VERSION_RE.match(version) and not setting_available(setting, version):
+        if _is_release(version) and not setting_available(setting, version):
             errors.append(
                 f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
                 "accept it"
