@@ -54,11 +54,9 @@ import math
 import struct
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
-
-GIB = 1 << 30
-MIB = 1 << 20
 
 #: Last Ollama release whose source this module was checked against.
 VERIFIED_UP_TO = (0, 33, 0)

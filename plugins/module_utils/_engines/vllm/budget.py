@@ -56,6 +56,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
     first_release_with,
@@ -72,8 +73,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import WeightsEstimate, estimate_weights
 
-GIB = 1 << 30
-MIB = 1 << 20
 # Kernel block alignment of the CUDA attention backends (FLASH_ATTN / FLASHINFER / TRITON: multiple of 16).
 KERNEL_BLOCK_ALIGNMENT = 16
 # FLASHINFER_GDN_CHECKPOINT_ALIGNMENT (0.33 align mode with FlashInfer GDN prefill).

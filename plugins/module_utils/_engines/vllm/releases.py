@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB as _GIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import release_tuple
 
 OLDEST_SUPPORTED = (0, 10, 0)
@@ -34,7 +35,6 @@ NEWEST_KNOWN = (0, 33, 99)
 
 _BASE_KV_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 _TURBOQUANT = ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
-_GIB = 1 << 30
 
 
 def parse_vllm_version(text: str) -> Tuple[int, ...]:
