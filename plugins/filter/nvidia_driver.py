@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import engine_cuda
 from ansible_collections.inferops.llm.plugins.module_utils._hardware import nvidia_drivers
 
 
@@ -40,6 +41,10 @@ def nvidia_driver_plan(
 ) -> dict[str, t.Any]:
     """Branch, flavour, packages and minimum driver for a host; input errors in ``errors``."""
     try:
+        # The engine's CUDA comes from the engine's release facts; the driver table knows only CUDA.
+        cuda, cuda_from = engine_cuda(
+            "" if vllm_version is None else str(vllm_version), "" if cuda_version is None else str(cuda_version)
+        )
         return nvidia_drivers.driver_plan(
             _gpus(gpus),
             str(distribution),
@@ -49,8 +54,8 @@ def nvidia_driver_plan(
             branch="" if branch is None else str(branch),
             version="" if version is None else str(version),
             flavour=str(flavour),
-            cuda_version="" if cuda_version is None else str(cuda_version),
-            vllm_version="" if vllm_version is None else str(vllm_version),
+            cuda_version=cuda or "",
+            cuda_source=cuda_from,
             ubuntu_server=bool(ubuntu_server),
         )
     except ValueError as error:

@@ -29,8 +29,7 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 ``GENERATIONS``: name -> ``{"label", "open_modules", "last_branch", "compute_capabilities"}``.
 ``minimum_driver_for_cuda(cuda_version, minor_version_compatibility=False) -> str``.
 ``minimum_driver_for_compute_capability(cc) -> str``.
-``vllm_wheel_cuda(vllm_version) -> str``: CUDA of the default PyPI wheel, ``"0.33.0"`` -> ``"13.0"``.
-``minimum_driver_for(compute_capabilities=(), cuda_version=None, vllm_version=None, gpus=()) -> dict``:
+``minimum_driver_for(compute_capabilities=(), cuda_version=None, cuda_source='', gpus=()) -> dict``:
     ``{"minimum_driver": "580.65.06" | None, "cuda_version": "13.0" | None, "reasons": [str, ...]}``.
 ``kernel_module_flavour(gpus, requested="auto", branch=None) -> str``: ``"open"`` or ``"proprietary"``.
 ``default_branch(distribution, release, source) -> str``.
@@ -46,7 +45,6 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 # --------------------------------------------------------------------------- generations
 
@@ -296,30 +294,6 @@ def minimum_driver_for_compute_capability(cc: Any) -> str:
     return CUDA_MINIMUM_DRIVER[_CUDA_INTRODUCING[same_major[-1]]]
 
 
-# CUDA release of vLLM's default PyPI wheel, from the first release of each era. Read from the wheels
-# (vllm/_C.abi3.so): 0.8.5 PTX ISA 8.4 (CUDA 12.4); 0.9.0-0.11.2 "release 12.8, V12.8.93";
-# 0.12.0-0.19.1 "release 12.9, V12.9.86"; 0.20.0-0.33.0 "release 13.0" and libcudart.so.13.
-VLLM_WHEEL_CUDA: Tuple[Tuple[Tuple[int, ...], str], ...] = (
-    ((0, 8, 0), "12.4"),
-    ((0, 9, 0), "12.8"),
-    ((0, 12, 0), "12.9"),
-    ((0, 20, 0), "13.0"),
-)
-VLLM_WHEEL_CUDA_NEWEST_READ = (0, 33, 0)
-
-
-def vllm_wheel_cuda(vllm_version: Any) -> str:
-    """CUDA release the default PyPI wheel of a vLLM release is built with ("0.33.0" -> "13.0")."""
-    number = parse_vllm_version(str(vllm_version))
-    if number < VLLM_WHEEL_CUDA[0][0]:
-        raise ValueError(f"vllm_version {vllm_version} predates the driver table (0.8.0 and later are known)")
-    cuda = VLLM_WHEEL_CUDA[0][1]
-    for first, era_cuda in VLLM_WHEEL_CUDA:
-        if number >= first:
-            cuda = era_cuda
-    return cuda
-
-
 # Lowest driver of a generation's first compute capability (what a PCI id alone can tell).
 _GENERATION_MINIMUM: Dict[str, str] = {
     "kepler": CUDA_MINIMUM_DRIVER["6.0"],
@@ -337,12 +311,13 @@ _GENERATION_MINIMUM: Dict[str, str] = {
 def minimum_driver_for(
     compute_capabilities: Iterable[Any] = (),
     cuda_version: Any = None,
-    vllm_version: Any = None,
+    cuda_source: str = "",
     gpus: Iterable[Mapping[str, Any]] = (),
 ) -> Dict[str, Any]:
     """The lowest driver that runs the GPUs and the engine's CUDA, with the reason for each bound.
 
-    ``cuda_version`` wins over ``vllm_version`` (whose default wheel's CUDA is looked up); ``gpus`` are
+    ``cuda_version``: the CUDA release the engine is built with; ``cuda_source`` says where it comes from
+    in the reason (e.g. "vLLM 0.33.0's PyPI wheel", from the engine's release facts); ``gpus`` are
     ``inferops_gpus`` entries (their compute capability, or generation from the PCI id, is used).
     Returns ``{"minimum_driver": str | None, "cuda_version": str | None, "reasons": [str]}``; the
     highest bound wins and ``reasons`` lists every bound that applies, highest first.
@@ -376,17 +351,8 @@ def minimum_driver_for(
     if cuda_version not in (None, ""):
         cuda = _cuda_key(cuda_version)
         need = minimum_driver_for_cuda(cuda)
-        bounds.append((driver_version_tuple(need), need, f"CUDA {cuda} needs driver >= {need}"))
-    elif vllm_version not in (None, ""):
-        cuda = vllm_wheel_cuda(vllm_version)
-        need = minimum_driver_for_cuda(cuda)
-        bounds.append(
-            (
-                driver_version_tuple(need),
-                need,
-                f"vLLM {vllm_version}'s PyPI wheel is built with CUDA {cuda}, which needs driver >= {need}",
-            )
-        )
+        what = f"{cuda_source} is built with CUDA {cuda}, which" if cuda_source else f"CUDA {cuda}"
+        bounds.append((driver_version_tuple(need), need, f"{what} needs driver >= {need}"))
     bounds.sort(key=lambda bound: bound[0], reverse=True)
     return {
         "minimum_driver": bounds[0][1] if bounds else None,
@@ -615,7 +581,7 @@ def driver_plan(
     version: Any = "",
     flavour: str = "auto",
     cuda_version: Any = "",
-    vllm_version: Any = "",
+    cuda_source: str = "",
     ubuntu_server: bool = True,
 ) -> Dict[str, Any]:
     """Everything the nvidia_driver role decides before it changes the host.
@@ -700,7 +666,7 @@ def driver_plan(
         errors.append(str(error))
 
     try:
-        requirement = minimum_driver_for(gpus=gpus, cuda_version=cuda_version, vllm_version=vllm_version)
+        requirement = minimum_driver_for(gpus=gpus, cuda_version=cuda_version, cuda_source=cuda_source)
     except ValueError as error:
         errors.append(str(error))
         requirement = {"minimum_driver": None, "reasons": [], "cuda_version": None}

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
+    engine_cuda,
     vllm_version,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_drivers import (
@@ -1203,7 +1204,8 @@ def check_driver(
     """
     if not driver or not driver.get("version"):
         return []
-    need = minimum_driver_for(gpus=gpus, cuda_version=driver.get("cuda"), vllm_version=vllm_version)
+    cuda, source = engine_cuda(vllm_version, driver.get("cuda"))
+    need = minimum_driver_for(gpus=gpus, cuda_version=cuda, cuda_source=source)
     minimum = need["minimum_driver"]
     if not minimum or driver_at_least(driver["version"], minimum):
         return []

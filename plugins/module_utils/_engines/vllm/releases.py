@@ -25,7 +25,7 @@ Public API:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB as _GIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import release_tuple
@@ -235,3 +235,36 @@ _FIRST_RELEASE = {
 
 def first_release_with(architecture: str) -> Optional[Tuple[int, ...]]:
     return _FIRST_RELEASE.get(architecture)
+
+
+# CUDA release of vLLM's default PyPI wheel, from the first release of each era. Read from the wheels
+# (vllm/_C.abi3.so): 0.8.5 PTX ISA 8.4 (CUDA 12.4); 0.9.0-0.11.2 "release 12.8, V12.8.93";
+# 0.12.0-0.19.1 "release 12.9, V12.9.86"; 0.20.0-0.33.0 "release 13.0" and libcudart.so.13.
+VLLM_WHEEL_CUDA: Tuple[Tuple[Tuple[int, ...], str], ...] = (
+    ((0, 8, 0), "12.4"),
+    ((0, 9, 0), "12.8"),
+    ((0, 12, 0), "12.9"),
+    ((0, 20, 0), "13.0"),
+)
+VLLM_WHEEL_CUDA_NEWEST_READ = (0, 33, 0)
+
+
+def vllm_wheel_cuda(vllm_version: Any) -> str:
+    """CUDA release the default PyPI wheel of a vLLM release is built with ("0.33.0" -> "13.0")."""
+    number = parse_vllm_version(str(vllm_version))
+    if number < VLLM_WHEEL_CUDA[0][0]:
+        raise ValueError(f"vllm_version {vllm_version} predates the driver table (0.8.0 and later are known)")
+    cuda = VLLM_WHEEL_CUDA[0][1]
+    for first, era_cuda in VLLM_WHEEL_CUDA:
+        if number >= first:
+            cuda = era_cuda
+    return cuda
+
+
+def engine_cuda(vllm_version: Any, cuda_version: Any = None) -> Tuple[Optional[str], str]:
+    """(CUDA release, where it comes from) for the driver check: a declared build wins over the wheel's."""
+    if cuda_version not in (None, ""):
+        return str(cuda_version), ""
+    if vllm_version in (None, ""):
+        return None, ""
+    return vllm_wheel_cuda(vllm_version), f"vLLM {vllm_version}'s PyPI wheel"

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import engine_cuda, vllm_wheel_cuda
 from ansible_collections.inferops.llm.plugins.module_utils._hardware import nvidia_drivers as nd
+
+
+def for_vllm(version, cuda=None):
+    """The CUDA arguments for vLLM's default wheel (the engine's release facts, not the driver table)."""
+    cuda_version, source = engine_cuda(version, cuda)
+    return {"cuda_version": cuda_version, "cuda_source": source}
 
 
 def gpu(index=0, cc=None, device=None, name=None):
@@ -107,18 +114,18 @@ def test_minimum_driver_for_compute_capability(cc, driver):
     ],
 )
 def test_vllm_wheel_cuda(version, cuda):
-    assert nd.vllm_wheel_cuda(version) == cuda
+    assert vllm_wheel_cuda(version) == cuda
 
 
 def test_vllm_wheel_cuda_refuses_unknown_and_pre_release_versions():
     with pytest.raises(ValueError, match="predates"):
-        nd.vllm_wheel_cuda("0.7.3")
+        vllm_wheel_cuda("0.7.3")
     with pytest.raises(ValueError, match="vllm_version"):
-        nd.vllm_wheel_cuda("0.20.0rc1")
+        vllm_wheel_cuda("0.20.0rc1")
 
 
 def test_minimum_driver_for_takes_the_highest_bound_and_explains_all():
-    result = nd.minimum_driver_for(gpus=[gpu(cc="8.6", name="NVIDIA RTX A6000")], vllm_version="0.33.0")
+    result = nd.minimum_driver_for(gpus=[gpu(cc="8.6", name="NVIDIA RTX A6000")], **for_vllm("0.33.0"))
     assert result["minimum_driver"] == "580.65.06"
     assert result["cuda_version"] == "13.0"
     assert result["reasons"][0].startswith("vLLM 0.33.0's PyPI wheel is built with CUDA 13.0")
@@ -126,7 +133,7 @@ def test_minimum_driver_for_takes_the_highest_bound_and_explains_all():
 
 
 def test_minimum_driver_for_blackwell_before_the_driver_is_loaded():
-    result = nd.minimum_driver_for(gpus=[gpu(device="0x2b85")], vllm_version="0.11.0")
+    result = nd.minimum_driver_for(gpus=[gpu(device="0x2b85")], **for_vllm("0.11.0"))
     # sysfs only: the generation's floor (CUDA 12.8, 570.26) equals the wheel's CUDA 12.8 floor.
     assert result["minimum_driver"] == "570.26"
     assert result["cuda_version"] == "12.8"
@@ -134,7 +141,7 @@ def test_minimum_driver_for_blackwell_before_the_driver_is_loaded():
 
 
 def test_minimum_driver_for_explicit_cuda_wins_over_vllm_version():
-    result = nd.minimum_driver_for(compute_capabilities=["9.0"], cuda_version="12.8", vllm_version="0.33.0")
+    result = nd.minimum_driver_for(compute_capabilities=["9.0"], **for_vllm("0.33.0", "12.8"))
     assert result == {
         "minimum_driver": "570.26",
         "cuda_version": "12.8",
@@ -337,6 +344,8 @@ def plan(**overrides):
         "architecture": "x86_64",
         "source": "nvidia",
     }
+    if "vllm_version" in overrides:
+        overrides.update(for_vllm(overrides.pop("vllm_version"), overrides.pop("cuda_version", None)))
     arguments.update(overrides)
     return nd.driver_plan(**arguments)
 
