@@ -24,12 +24,23 @@ Public API:
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue_data import CATALOGUE
+
+# The catalogue's data (catalogue.json beside this file). Each entry: ``id`` (canonical Hugging Face repo),
+# ``name``, ``aliases`` (other repo ids and short names of the same architecture), ``verified`` (True when
+# ``config`` was read from the model's real config.json), ``config_source``, ``config`` (the config.json keys
+# the budgets read; ``layer_types`` omitted where ``full_attention_interval`` gives the same list),
+# ``params`` (parameter counts by component: embed, lm_head, router, experts, attn_linear,
+# dense_or_shared_mlp, linear_attn_linear, small_other, vision, mtp) and ``params_source``.
+CATALOGUE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalogue.json")
+with open(CATALOGUE_FILE, encoding="utf-8") as _handle:
+    CATALOGUE = json.load(_handle)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import CATALOGUE
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     LayoutError,
     ParallelDims,
@@ -112,11 +113,8 @@ def test_pipeline_rules():
 
 
 def test_dims_from_model_architecture():
-    config = {
-        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
-        "model_type": "qwen3_5_moe",
-        "text_config": QWEN35_TEXT_CONFIG,
-    }
+    # the Qwen3.5-35B-A3B config.json the catalogue holds (one copy of the data, not another here)
+    config = next(entry["config"] for entry in CATALOGUE if entry["id"] == "Qwen/Qwen3.5-35B-A3B")
     assert ParallelDims.from_model(ModelArchitecture.from_config(config)) == QWEN35_MOE
     assert ParallelDims.from_model(ModelArchitecture.from_config(config).to_dict()) == QWEN35_MOE
 
@@ -481,24 +479,3 @@ def test_bad_input_names_the_variable():
         select_layout(gpus(1) + gpus(1), QWEN35_MOE)
     with pytest.raises(LayoutError, match="2x2"):
         select_layout(gpus(2), QWEN35_MOE, topology={"matrix": [["X"]]})
-
-
-QWEN35_TEXT_CONFIG = {
-    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 10,
-    "num_hidden_layers": 40,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 2,
-    "head_dim": 256,
-    "hidden_size": 2048,
-    "vocab_size": 248320,
-    "max_position_embeddings": 262144,
-    "linear_num_key_heads": 16,
-    "linear_num_value_heads": 32,
-    "linear_key_head_dim": 128,
-    "linear_value_head_dim": 128,
-    "linear_conv_kernel_dim": 4,
-    "num_experts": 256,
-    "num_experts_per_tok": 8,
-    "moe_intermediate_size": 512,
-    "shared_expert_intermediate_size": 512,
-}
