@@ -27,10 +27,6 @@ Public API:
     max_num_batched_tokens or sampler warm-up over max_num_seqs x vocab, whichever is larger, plus the
     multimodal allowance), ``sampler`` (``native``, ``flashinfer`` or ``v2``), ``cudagraph_bytes``,
     ``charged_bytes`` (what the pinned release subtracts before sizing the KV cache).
-``kv_bytes_available_per_gpu(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1,
-    pipeline_parallel_size=1, weights=None, settings=None, gpu_name="", measured_overhead_bytes=None,
-    compute_capability=None) -> int``:
-    the cheap answer a layout search needs (negative when the weights do not fit).
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
     measured_overhead_bytes=None) -> dict``: the full budget (keys listed in its docstring).
@@ -550,35 +546,6 @@ def _validate_layout(arch: ModelArchitecture, tp: int, pp: int, gpu_total_bytes:
         )
     if pp > arch.num_layers:
         raise ValueError(f"pipeline_parallel_size {pp} exceeds the model's {arch.num_layers} layers")
-
-
-def kv_bytes_available_per_gpu(
-    arch: ModelArchitecture,
-    vllm_version: str,
-    gpu_total_bytes: int,
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    weights: Optional[WeightsEstimate] = None,
-    settings: Optional[Mapping] = None,
-    gpu_name: str = "",
-    measured_overhead_bytes: Optional[int] = None,
-    compute_capability: Optional[str] = None,
-) -> int:
-    """KV bytes the worst rank gets for this layout (negative when weights and overhead do not fit)."""
-    version = _version(vllm_version)
-    _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
-    values = _resolved(settings)
-    if values["kv_cache_memory_bytes"] is not None:
-        return int(values["kv_cache_memory_bytes"])
-    per_rank = weights_per_rank(arch, _weights(arch, weights, values), tensor_parallel_size, pipeline_parallel_size)
-    if measured_overhead_bytes is not None:
-        overhead = int(measured_overhead_bytes)
-    else:
-        overhead = overhead_estimate(
-            arch, version, values, tensor_parallel_size, pipeline_parallel_size, compute_capability
-        )["charged_bytes"]
-    requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
-    return requested - max(per_rank) - overhead
 
 
 def _version(value: Any) -> VllmVersion:

@@ -10,6 +10,8 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama impor
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import resolve_ollama_settings
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import resolve_model
 
+from . import gguf_reader
+
 
 def budget_of(version, shape, gpus, *, weights_bytes, projector_bytes=0, **inventory):
     """Inventory settings resolved as the plan does, then budgeted (resolution findings first)."""
@@ -275,7 +277,7 @@ def _write_tiny_gguf(path):
 def test_gguf_header_reader(tmp_path):
     path = tmp_path / "tiny.gguf"
     _write_tiny_gguf(path)
-    header = ob.read_gguf(str(path))
+    header = gguf_reader.read_gguf(str(path))
     assert header["version"] == 3
     assert header["metadata"]["general.architecture"] == "qwen35moe"
     assert header["metadata"]["tokenizer.ggml.tokens"] == {"array_of": "string", "length": 3}
@@ -284,7 +286,7 @@ def test_gguf_header_reader(tmp_path):
         ("blk.0.ffn_down_exps.weight", 64 * 144),
         ("blk.3.attn_q.weight", 64 * 2 * 34),
     ]
-    shape = ob.shape_from_gguf(header)
+    shape = gguf_reader.shape_from_gguf(header)
     assert shape["recurrent_layers"] == [0, 1, 2]
     assert shape["vocab_size"] == 3
     assert shape["layer_bytes"] == [9216, 0, 0, 4352]
@@ -297,11 +299,11 @@ def test_gguf_reader_refuses_other_files(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
     with pytest.raises(ob.OllamaBudgetError, match="not a GGUF"):
-        ob.read_gguf(str(path))
+        gguf_reader.read_gguf(str(path))
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(b"GGUF\x03\x00\x00\x00\x01")
     with pytest.raises(ob.OllamaBudgetError, match="ends inside its header"):
-        ob.read_gguf(str(truncated))
+        gguf_reader.read_gguf(str(truncated))
 
 
 def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):

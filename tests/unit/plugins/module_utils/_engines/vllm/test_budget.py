@@ -69,13 +69,6 @@ def vllm_memory_budget(arch, version, total, *args, settings=None, gpu_name="", 
     )
 
 
-def kv_bytes_available_per_gpu(arch, version, total, *args, settings=None, gpu_name="", compute_capability=None, **kw):
-    values = release_values(arch, version, total, settings, gpu_name, compute_capability)
-    return budget_module.kv_bytes_available_per_gpu(
-        arch, version, total, *args, settings=values, gpu_name=gpu_name, compute_capability=compute_capability, **kw
-    )
-
-
 def layout(arch, version="0.26.0", tp=1, **settings):
     v = vllm_version(version)
     values = {k: e["value"] for k, e in resolve_settings(arch, v, settings.pop("total", RTX5090), settings).items()}
@@ -502,15 +495,13 @@ def test_mxfp4_expert_padding_matches_logged_weights():
         assert rank / GIB == pytest.approx(logged, rel=0.005)
 
 
-def test_kv_bytes_available_per_gpu_matches_the_full_budget_and_grows_with_tp():
-    full = vllm_memory_budget(LLAMA70B, "0.26.0", H100, 2)
-    assert kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 2) == full["kv_cache_bytes"]
-    assert kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 4) > full["kv_cache_bytes"]
-    assert (
-        kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 1, settings={"kv_cache_memory_bytes": 5 * GIB}) == 5 * GIB
-    )
+def test_kv_bytes_per_gpu_grow_with_tp_and_a_pinned_size_wins():
+    two = vllm_memory_budget(LLAMA70B, "0.26.0", H100, 2)
+    assert vllm_memory_budget(LLAMA70B, "0.26.0", H100, 4)["kv_cache_bytes"] > two["kv_cache_bytes"]
+    pinned = vllm_memory_budget(LLAMA70B, "0.26.0", H100, 1, settings={"kv_cache_memory_bytes": 5 * GIB})
+    assert pinned["kv_cache_bytes"] == 5 * GIB
     with pytest.raises(ValueError, match=r"Total number of attention heads \(64\) must be divisible by tensor"):
-        kv_bytes_available_per_gpu(LLAMA70B, "0.26.0", H100, 3)
+        vllm_memory_budget(LLAMA70B, "0.26.0", H100, 3)
 
 
 def test_nvidia_smi_total_to_cuda_total():
