@@ -12,6 +12,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
     ollama_budget,
     shape_from_architecture,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.checks import check_ollama
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.render import ollama_environment
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import (
     OLLAMA_SETTINGS,
@@ -19,9 +20,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.setti
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    check_ollama,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     Hardware,
     driver_facts,

@@ -17,13 +17,13 @@ from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB, gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import format_capacity_log
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SettingsContext,
     settings_section,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import check_vllm
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     layout_section,
     model_section,

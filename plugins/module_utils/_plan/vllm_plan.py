@@ -12,6 +12,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _cc as capability_x10
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
@@ -28,13 +31,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.weights import
     WeightsEstimate,
     estimate_weights,
     quantization_from_name,
-)
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    BUDGET_FACT_FINDINGS,
-    check_vllm,
-)
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    _cc as capability_x10,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (

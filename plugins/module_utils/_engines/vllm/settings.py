@@ -25,25 +25,29 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     derived_max_model_len,
     parse_human_int,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    _arch_dict,
+    _fmt,
+    model_family,
+    predicted_backend,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.hybrid import (
+    _prefix_caching,
+    mamba_cache_mode,
+    suggested_batched_tokens,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import _first_available
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
+    FAMILIES,
+    REASONING_PARSERS,
+    TOOL_PARSERS,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
     batch_defaults,
     vllm_version,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    FAMILIES,
-    REASONING_PARSERS,
-    TOOL_PARSERS,
-    _arch_dict,
-    _first_available,
-    _fmt,
-    _prefix_caching,
-    mamba_cache_mode,
-    model_family,
-    predicted_backend,
-    suggested_batched_tokens,
-)
 
 
 def _flag(name: str) -> str:

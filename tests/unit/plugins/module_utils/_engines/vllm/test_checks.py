@@ -5,9 +5,24 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.checks import check_ollama
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
     vllm_memory_budget,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    model_family,
+    predicted_backend,
+    presence,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.hybrid import suggested_batched_tokens
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import longest_fitting_len
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
+    FAMILIES,
+    REASONING_PARSERS,
+    TOOL_PARSERS,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
@@ -18,19 +33,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.setting
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
-from ansible_collections.inferops.llm.plugins.module_utils._plan.checks import (
-    FAMILIES,
-    REASONING_PARSERS,
-    TOOL_PARSERS,
-    check_driver,
-    check_ollama,
-    check_vllm,
-    longest_fitting_len,
-    model_family,
-    predicted_backend,
-    presence,
-    suggested_batched_tokens,
-)
 
 QWEN36 = "Qwen/Qwen3.6-35B-A3B"
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}

@@ -1,0 +1,45 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""driver-version: the installed NVIDIA driver against the GPUs and the engine's CUDA."""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Sequence
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _finding
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    engine_cuda,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_drivers import (
+    branch_of,
+    driver_at_least,
+    minimum_driver_for,
+)
+
+
+def check_driver(
+    driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], vllm_version: Optional[str] = None
+) -> List[Finding]:
+    """driver-version: the installed driver against the minimum for the GPUs and the engine's CUDA.
+
+    driver: ``{"version": "580.95.05", "cuda": "12.9" or None}``; without ``cuda`` the CUDA of vLLM's
+    default PyPI wheel for ``vllm_version`` is used. The table is nvidia_drivers (one table for the
+    nvidia_driver role and this check).
+    """
+    if not driver or not driver.get("version"):
+        return []
+    cuda, source = engine_cuda(vllm_version, driver.get("cuda"))
+    need = minimum_driver_for(gpus=gpus, cuda_version=cuda, cuda_source=source)
+    minimum = need["minimum_driver"]
+    if not minimum or driver_at_least(driver["version"], minimum):
+        return []
+    return [
+        _finding(
+            "driver-version",
+            "error",
+            f"driver {driver['version']} is older than {minimum}: {'; '.join(need['reasons'])}",
+            "nvidia_driver_branch",
+            branch_of(minimum),
+        )
+    ]

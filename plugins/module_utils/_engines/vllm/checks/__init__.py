@@ -1,0 +1,90 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Compatibility checks of model x vLLM version x GPUs x settings, run before any service starts.
+
+``check_vllm(...) -> list[dict]``: every finding is ``{"id", "severity", "message", "variable", "suggested"}``;
+the ids are registered in _core/findings.py and documented in docs/checks.md. One module per family.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Sequence
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _arch_dict, _cc
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.context import _check_context
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.cudagraph import _check_cudagraph
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.hybrid import (
+    _check_mamba_block,
+    _check_prefix_caching,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv import _check_kv_and_backend
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv_scales import _check_kv_scales
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import (
+    _check_max_num_seqs,
+    _check_memory,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parallel import _check_parallel
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import _check_parsers
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.quantization import (
+    _check_engine_format,
+    _check_quantization,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+
+
+def check_vllm(
+    *,
+    version: str,
+    model: Any,
+    settings: Mapping[str, Any],
+    gpus: Sequence[Mapping[str, Any]],
+    repo: str = "",
+    model_format: str = "safetensors",
+    layout: Optional[Mapping[str, Any]] = None,
+    budget: Optional[Mapping[str, Any]] = None,
+    env: Optional[Mapping[str, Any]] = None,
+    driver: Optional[Mapping[str, Any]] = None,
+) -> List[Finding]:
+    """Every finding for one vLLM host.
+
+    version: vllm_version. model: ModelArchitecture (or its to_dict()). settings: resolved engine
+    settings in `vllm serve` snake_case (max_model_len, max_num_seqs, max_num_batched_tokens,
+    kv_cache_dtype, enable_prefix_caching, mamba_cache_mode, mamba_block_size, enable_chunked_prefill,
+    tool_call_parser, enable_auto_tool_choice, reasoning_parser, attention_backend, hf_overrides,
+    max_cudagraph_capture_size, cudagraph_capture_sizes, enforce_eager, calculate_kv_scales, dtype,
+    tensor_parallel_size, pipeline_parallel_size, enable_expert_parallel, speculative_config).
+    gpus: the GPUs the layout uses (compute_capability, memory_mib, name). model_format: safetensors,
+    gguf or bitsandbytes. layout: select_layout() output. budget: the vllm_budget.vllm_memory_budget()
+    result for these settings and layout, unchanged (block_size, num_blocks, max_concurrency,
+    kv_cache_bytes, layout.groups/blocks_per_request/bytes_per_block, requested_bytes,
+    gpu_total_bytes, vram_used_bytes, findings); its own findings come back as memory-fit findings
+    with a variable and a suggested value, or are covered by mamba-block-size, max-num-seqs and
+    context-length. env: the service environment. driver: {"version": "580.95.05", "cuda": None}
+    (installed driver; cuda only for a build other than the default PyPI wheel).
+    """
+    vv = vllm_version(version)
+    ver = vv.number
+    arch = _arch_dict(model)
+    s = dict(settings)
+    budget = dict(budget or {})
+    env = dict(env or {})
+    ccs = [c for c in (_cc(g) for g in gpus) if c is not None]
+    min_cc = min(ccs) if ccs else None
+    hybrid = bool(arch.get("is_hybrid"))
+    findings: List[Finding] = []
+    findings += _check_engine_format(vv, arch, model_format)
+    findings += _check_quantization(ver, arch, s, min_cc)
+    findings += _check_parsers(ver, arch, s, repo)
+    findings += _check_context(ver, arch, s, env)
+    findings += _check_kv_and_backend(vv, arch, s, min_cc)
+    findings += _check_parallel(arch, s, layout or {})
+    findings += _check_prefix_caching(vv, arch, s, hybrid)
+    findings += _check_mamba_block(vv, s, budget, hybrid)
+    findings += _check_memory(s, budget, layout or {})
+    findings += _check_max_num_seqs(vv, arch, s, budget, hybrid)
+    findings += _check_cudagraph(s)
+    findings += _check_kv_scales(ver, arch, s, hybrid)
+    findings += check_driver(driver, gpus, vv.text)
+    return findings

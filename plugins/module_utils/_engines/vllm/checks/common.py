@@ -1,0 +1,101 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Helpers every check family shares."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
+    _PRIORITY_OTHER,
+    _PRIORITY_SM100,
+    BACKENDS,
+    CHECKED_RELEASES,
+    Finding,
+    Version,
+)
+
+
+def _fmt(version: Version) -> str:
+    return ".".join(str(p) for p in version)
+
+
+def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[bool]:
+    """True/False where the checked releases around `version` agree, None where unverified."""
+    marks = table.get(name)
+    if marks is None:
+        return False
+    observed = list(zip(CHECKED_RELEASES, (m == "Y" for m in marks)))
+    for (low, low_present), (high, high_present) in zip(observed, observed[1:]):
+        if version == low:
+            return low_present
+        if low < version < high:
+            return low_present if low_present == high_present else None
+    if version < observed[0][0]:
+        return observed[0][1] or None
+    return observed[-1][1]
+
+
+def _finding(check_id: str, severity: str, message: str, variable: str, suggested: Any) -> Finding:
+    return {"id": check_id, "severity": severity, "message": message, "variable": variable, "suggested": suggested}
+
+
+def _cc(gpu: Mapping[str, Any]) -> Optional[int]:
+    value = gpu.get("compute_capability")
+    if value in (None, ""):
+        return None
+    major, _dot, minor = str(value).partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
+def _arch_dict(model: Any) -> Dict[str, Any]:
+    return model.to_dict() if hasattr(model, "to_dict") else dict(model)
+
+
+def model_family(model: Any, repo: str = "") -> Optional[str]:
+    """Tool-call/reasoning family from the architecture class, model_type and repo name."""
+    data = _arch_dict(model)
+    arch = str(data.get("architecture") or "")
+    model_type = str(data.get("model_type") or "")
+    repo_lower = repo.lower()
+    if arch.startswith("Qwen3_5") or model_type.startswith("qwen3_5"):
+        return "qwen3.5"
+    if arch.startswith("Qwen3Next") or model_type.startswith("qwen3_next"):
+        return "qwen3-next"
+    if arch.startswith("Qwen3"):
+        return "qwen3-coder" if "coder" in repo_lower else "qwen3"
+    if arch.startswith("Qwen2"):
+        return "qwen2"
+    if arch.startswith("Llama4"):
+        return "llama4"
+    if arch.startswith("Llama") and int(data.get("vocab_size") or 0) >= 128000:
+        return "llama3"
+    if arch.startswith(("Mistral", "Mixtral")):
+        return "mistral"
+    if arch.startswith("GptOss"):
+        return "gpt-oss"
+    if arch.startswith("DeepseekV3"):
+        return "deepseek-v3"
+    if arch.startswith("Glm4Moe"):
+        return "glm4.5"
+    return None
+
+
+def _as_bool(value: Any) -> Optional[bool]:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def predicted_backend(version: Version, cc: int, kv_dtype: str, sinks: bool) -> Optional[str]:
+    """The backend vLLM auto-selects for this GPU and KV dtype (None: nothing valid)."""
+    order = _PRIORITY_SM100 if cc // 10 == 10 else _PRIORITY_OTHER
+    for name in order:
+        backend = BACKENDS[name]
+        if backend.since and version < backend.since:
+            continue
+        if backend.refuses(cc, kv_dtype, sinks) is None:
+            return name
+    return None

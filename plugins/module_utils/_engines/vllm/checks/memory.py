@@ -1,0 +1,163 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""memory-fit and max-num-seqs, and the table that turns budget facts into findings."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Mapping, Optional
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
+    MAMBA_BLOCKS_CUDAGRAPH_ERROR,
+    Finding,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    VllmVersion,
+)
+
+# The memory budget returns facts under its own kind names (with vLLM's error texts); this is the one place
+# that says under which registered finding id each is reported. The plan lists a fact only when the checks
+# below have not already reported that id (with the variable to change and a value that passes).
+BUDGET_FACT_FINDINGS = {
+    "vllm_max_model_len_too_long": "context-length",
+    "vllm_no_kv_cache_memory": "memory-fit",
+    "vllm_kv_cache_too_small": "memory-fit",
+    "vllm_exceeds_gpu_memory": "memory-fit",
+    "vllm_cudagraph_headroom": "memory-fit",
+    "vllm_kv_cache_memory_bytes": "memory-fit",
+    "vllm_align_block_size": "mamba-block-size",
+    "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
+    "vllm_architecture_unsupported": "architecture-unsupported",
+}
+
+
+# vllm_budget findings that checks.py reports itself, under a required id with the variable to change.
+_BUDGET_IDS_COVERED = ("vllm_align_block_size", "vllm_mamba_blocks_below_max_num_seqs", "vllm_max_model_len_too_long")
+
+
+def longest_fitting_len(budget: Mapping[str, Any]) -> Optional[int]:
+    """Longest max_model_len whose one request fits the KV blocks of a vllm_memory_budget() result."""
+    layout = budget.get("layout") or {}
+    blocks = budget.get("num_blocks")
+    block_size = budget.get("block_size")
+    groups = layout.get("groups") or []
+    if not blocks or not block_size or not groups:
+        return None
+    fixed = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
+    per_length = sum(1 for g in groups if g["kind"] != "linear_attention")
+    usable = int(blocks) - 1 - fixed  # the block pool keeps one null block
+    if per_length == 0 or usable < per_length:
+        return None
+    return usable // per_length * int(block_size)
+
+
+def _utilization_for(budget: Mapping[str, Any], extra_bytes: int = 0) -> Optional[float]:
+    total = budget.get("gpu_total_bytes")
+    requested = budget.get("requested_bytes")
+    if not total or requested is None:
+        return None
+    return math.ceil((int(requested) + extra_bytes) / int(total) * 100) / 100.0
+
+
+def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
+    findings = []
+    if layout and layout.get("fits") is False:
+        findings.append(
+            _finding(
+                "memory-fit",
+                "error",
+                f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
+                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}",
+                "vllm_max_model_len",
+                longest_fitting_len(budget),
+            )
+        )
+    for item in budget.get("findings") or []:
+        ident = item.get("id")
+        if ident in _BUDGET_IDS_COVERED:
+            continue
+        variable, suggested = "vllm_gpu_memory_utilization", None
+        if ident == "vllm_kv_cache_too_small":
+            variable, suggested = "vllm_max_model_len", longest_fitting_len(budget)
+        elif ident == "vllm_no_kv_cache_memory":
+            kv = int(budget.get("kv_cache_bytes") or 0)
+            layout_kv = budget.get("layout") or {}
+            one_request = int(layout_kv.get("blocks_per_request", 0)) * int(layout_kv.get("bytes_per_block", 0))
+            suggested = _utilization_for(budget, one_request - kv)
+            if suggested is None or suggested > 0.97:
+                variable = "vllm_tensor_parallel_size"
+                suggested = 2 * int(s.get("tensor_parallel_size") or layout.get("tensor_parallel_size") or 1)
+        elif ident in ("vllm_exceeds_gpu_memory", "vllm_cudagraph_headroom"):
+            excess = int(budget.get("vram_used_bytes") or 0) - int(budget.get("gpu_total_bytes") or 0)
+            suggested = _utilization_for(budget, -max(excess, 0) - (300 << 20))
+        findings.append(_finding("memory-fit", item.get("severity", "error"), item["message"], variable, suggested))
+    return findings
+
+
+def _check_max_num_seqs(
+    vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
+) -> List[Finding]:
+    ver = vv.number
+    findings = []
+    seqs = s.get("max_num_seqs")
+    batched = s.get("max_num_batched_tokens")
+    if not seqs:
+        return findings
+    seqs = int(seqs)
+    if batched and int(batched) < seqs:
+        findings.append(
+            _finding(
+                "max-num-seqs",
+                "error",
+                f"max_num_batched_tokens ({batched}) must be >= max_num_seqs ({seqs}): vLLM refuses to start",
+                "vllm_max_num_seqs",
+                int(batched),
+            )
+        )
+    blocks = budget.get("num_blocks")
+    eager = _as_bool(s.get("enforce_eager"))
+    if hybrid and blocks is not None and not eager and ver >= MAMBA_BLOCKS_CUDAGRAPH_ERROR and seqs > int(blocks):
+        findings.append(
+            _finding(
+                "max-num-seqs",
+                "error",
+                f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed",
+                "vllm_max_num_seqs",
+                int(blocks),
+            )
+        )
+        return findings
+    groups = (budget.get("layout") or {}).get("groups") or []
+    state_blocks = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
+    if hybrid and blocks and state_blocks and seqs * int(state_blocks) * 2 > int(blocks):
+        # Fewer sequences also shrink the sampler warm-up, so the KV cache only grows: the number of
+        # full-length sequences it holds is a value that passes this rule and the next one.
+        fitting = max(1, int(blocks) // (2 * int(state_blocks)))
+        if budget.get("max_concurrency") is not None:
+            fitting = max(1, min(fitting, math.floor(float(budget["max_concurrency"]))))
+        findings.append(
+            _finding(
+                "max-num-seqs",
+                "warning",
+                f"{seqs} running sequences pin {seqs * int(state_blocks)} of the {blocks} KV cache blocks for "
+                f"their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length), leaving "
+                "less than half for attention tokens: long requests get preempted and memory runs short",
+                "vllm_max_num_seqs",
+                fitting,
+            )
+        )
+        return findings
+    concurrency = budget.get("max_concurrency")
+    if concurrency is not None and seqs > max(1, math.floor(float(concurrency))):
+        findings.append(
+            _finding(
+                "max-num-seqs",
+                "info",
+                f"the KV cache holds {float(concurrency):.2f} sequences of max_model_len at once; with max_num_seqs "
+                f"{seqs} shorter requests share it and full-length ones queue",
+                "vllm_max_num_seqs",
+                max(1, math.floor(float(concurrency))),
+            )
+        )
+    return findings
