@@ -3,7 +3,13 @@
 """NVIDIA driver facts: GPU generations, kernel module flavours, minimum drivers and apt packages.
 
 The one table of driver requirements in the collection: the ``nvidia_driver`` role and the
-``driver-version`` plan check both read it. Sources (docs/nvidia_driver.md has the details):
+``driver-version`` plan check both read it.
+
+Why one file of 700 lines: it is mostly data with its sources beside each row (generations by PCI id,
+minimum drivers per CUDA release and compute capability, package names per distribution), and the
+role's decision (``driver_plan``) reads all of it; split, the sources would drift from their rows.
+
+Sources (docs/nvidia_driver.md has the details):
 
 * GPU generations and open kernel modules: NVIDIA, "NVIDIA Transitions Fully Towards Open-Source GPU
   Kernel Modules" (R560): open modules run on Turing and newer, are required on Blackwell and Grace

@@ -5,8 +5,12 @@
 Pure functions over plain data: the GPU list and ``nvidia-smi topo -m`` matrix as parsed by
 ``gpu_topology`` and the model's parallelism-relevant dimensions. ``layout_search`` enumerates every
 valid layout and ranks it (``rank_smallest_first``, one replaceable function); it never calls back into
-the memory code: the planner loop (``_plan/planner.py``) budgets the ranked candidates in order and builds
+the memory code: the planner loop (``_plan/vllm_plan.py``) budgets the ranked candidates in order and builds
 the result with ``auto_result`` / ``explicit_result`` / ``finish_layout``.
+
+Why one file of about 800 lines: the model's divisibility rules, the topology's link classes and the
+placement of TP groups are used together by every candidate; the parallel_layout filter and the planner
+share all of it.
 
 Rules and their sources are listed in docs/checks.md#tensor-parallel-divisibility and in the
 research notes (topology/notes.md section 2): vLLM's head/KV-head divisibility, the FP8 block rule

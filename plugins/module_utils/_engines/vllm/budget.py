@@ -6,6 +6,10 @@ The formulas and the release where each changed are in docs/memory-model.md; the
 non-KV overhead against real startup logs is in docs/accuracy.md. All figures are per GPU, as each rank
 logs them ("Model loading took", "Available KV cache memory"). GiB = 2**30.
 
+Why one file of about 750 lines: it is one computation in the order vLLM runs it (page sizes, hybrid
+block alignment, weights per rank, overhead, KV blocks, capacity, the log lines), each step citing the
+release that changed it; the settings that feed it are resolved elsewhere (settings.py).
+
 Public API:
 
 ``settings``: the resolved values (``_engines/vllm/settings.py`` resolve_vllm_settings(...).values; the
