@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import typing as t
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.inferops.llm.plugins.action.plan_report import write_if_changed
+from ansible_collections.inferops.llm.plugins.action.plan_report import _plain, write_if_changed
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
@@ -31,14 +31,6 @@ ARGUMENT_SPEC = {
     "write_reports": {"type": "bool", "default": True},
     "mode": {"type": "raw", "default": "0644"},
 }
-
-
-def _plain(value: t.Any) -> t.Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
