@@ -88,7 +88,7 @@ input_errors:
   type: dict
   sample: {gpu02: ["inferops_engine is required and must be one of vllm, ollama, got 'tgi'"]}
 check_errors:
-  description: Per host whose plan has error-severity checks, C(<id>: <message>) of each.
+  description: Per host whose plan has error-severity checks, C(<id>) and message of each.
   returned: always
   type: dict
   sample: {gpu03: ["memory-fit: vllm_max_model_len: ..."]}

@@ -85,3 +85,12 @@ class Finding:
     def to_plan(self) -> Dict[str, str]:
         """The entry of the plan's ``checks`` (the message already names the variable and a passing value)."""
         return {"id": self.id, "severity": self.severity, "message": self.message}
+
+
+def finding_entry(
+    check_id: str, severity: str, message: str, variable: Optional[str] = None, suggested: Any = None
+) -> Dict[str, Any]:
+    """A check's finding as the checks pass it on (``{id, severity, message, variable, suggested}``); the id
+    and severity are validated here, where the finding is made."""
+    Finding(check_id, severity, message, variable, suggested)
+    return {"id": check_id, "severity": severity, "message": message, "variable": variable, "suggested": suggested}

@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _finding
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry as _finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     engine_cuda,
 )
@@ -20,7 +19,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_driv
 
 def check_driver(
     driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], vllm_version: Optional[str] = None
-) -> List[Finding]:
+) -> List[Dict[str, Any]]:
     """driver-version: the installed driver against the minimum for the GPUs and the engine's CUDA.
 
     driver: ``{"version": "580.95.05", "cuda": "12.9" or None}``; without ``cuda`` the CUDA of vLLM's

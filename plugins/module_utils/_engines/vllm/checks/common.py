@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     _PRIORITY_OTHER,
     _PRIORITY_SM100,
@@ -37,7 +38,7 @@ def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[
 
 
 def _finding(check_id: str, severity: str, message: str, variable: str, suggested: Any) -> Finding:
-    return {"id": check_id, "severity": severity, "message": message, "variable": variable, "suggested": suggested}
+    return finding_entry(check_id, severity, message, variable, suggested)
 
 
 def _cc(gpu: Mapping[str, Any]) -> Optional[int]:
