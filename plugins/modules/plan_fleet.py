@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: plan_fleet
 short_description: Plan every host of a play in one task on the controller
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Computes the plan of every host in O(hosts) (see docs/plan.md) in one task, writes
     C(<dest>/<host>.json) and C(<dest>/<host>.md), and returns the plans, the table and the errors.
