@@ -48,6 +48,9 @@ $(COLLECTION_LINK):
 lint: venv ## ruff, ansible-lint (production profile, yamllint included), argument specs vs defaults, changelog fragments
 	ruff check .
 	ruff format --check .
+	# Molecule's prerun installs this collection into ~/.ansible/collections; ansible-lint would resolve the
+	# collection's own modules from that copy of an earlier run (same version, so it is not refreshed).
+	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/llm
 	ansible-lint
 	python tests/bin/check-argument-specs
 	antsibull-changelog lint
@@ -84,6 +87,7 @@ compat: venv ## unit tests again under each older supported ansible-core (COMPAT
 .PHONY: build
 build: venv ## build the collection artifact and run the Galaxy import checks on it
 	rm -f $(ARTIFACT)
+	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/llm
 	ansible-galaxy collection build --force --output-path $(BUILD) .
 	cd $(BUILD) && $(CURDIR)/tests/bin/galaxy-import $(ARTIFACT)
 
