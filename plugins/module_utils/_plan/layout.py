@@ -395,6 +395,38 @@ def _needs(topo: Topology, cand: Candidate) -> Tuple[Dict[str, str], List[str], 
     return env, flags, why
 
 
+def custom_allreduce(topo: Topology, cand: Candidate) -> bool:
+    """Whether vLLM runs its custom all-reduce kernel for this placement (custom_all_reduce.py): world 2, 4, 6
+    or 8, and full NVLink or (two GPUs only) working PCIe peer-to-peer; ``_needs`` turns it off otherwise."""
+    if cand.tp not in CUSTOM_AR_WORLD_SIZES:
+        return False
+    _env, flags, _why = _needs(topo, cand)
+    if "--disable-custom-all-reduce" in flags:
+        return False
+    if all(topo.nvlinked(g) for g in cand.groups):
+        return True
+    return cand.tp == 2 and not any(topo.gpus[i].consumer for g in cand.groups for i in g)
+
+
+def replica_groups(topo: Topology, available: Sequence[int], cand: Candidate, dp: int) -> Optional[List[List[int]]]:
+    """TP groups of ``dp - 1`` more replicas of ``cand`` on the GPUs it leaves free (None when they do not fit)."""
+    used = {i for g in cand.groups for i in g}
+    groups: List[List[int]] = []
+    for _replica in range(dp - 1):
+        free = [i for i in available if i not in used]
+        placed = _place_groups(topo, free, cand.tp, len(cand.groups))
+        if placed is None:
+            return None
+        groups += placed
+        used |= {i for g in placed for i in g}
+    return groups
+
+
+def describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
+    """``GPU0+1 over NVLink, GPU2+3 over PHB``: the worst link inside each TP group."""
+    return _describe_links(topo, groups)
+
+
 def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
     names = {v: k for k, v in LINK_RANK.items()}
     parts = []
@@ -688,7 +720,9 @@ def constrained_candidates(search: LayoutSearch) -> List[Candidate]:
     ]
 
 
-def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None) -> Dict[str, Any]:
+def explicit_result(
+    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
+) -> Dict[str, Any]:
     """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
     candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
 
@@ -705,7 +739,7 @@ def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[C
     fill = fill or auto_cand
     tp = int(requested.get("tensor_parallel_size") or fill.tp)
     pp = int(requested.get("pipeline_parallel_size") or fill.pp)
-    dp = int(requested.get("data_parallel_size") or 1)
+    dp = int(requested.get("data_parallel_size") or fill_dp)
     ep_requested = requested.get("enable_expert_parallel")
     ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
     source = {

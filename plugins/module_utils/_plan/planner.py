@@ -68,6 +68,7 @@ def build_plan(
         "model",
         "layout",
         "memory",
+        "performance",  # predicted speed and the alternatives (_plan/speed.py)
         "settings",
         "checks",
         "command",

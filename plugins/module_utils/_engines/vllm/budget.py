@@ -368,7 +368,7 @@ def kv_cache_layout(
 # Weights and overhead
 
 
-def _pp_partition(num_layers: int, pp: int) -> List[Tuple[int, int]]:
+def pp_layer_bounds(num_layers: int, pp: int) -> List[Tuple[int, int]]:
     """distributed/utils.py get_pp_indices: even split, the remainder on the ranks before the last."""
     per = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):
@@ -403,7 +403,7 @@ def weights_per_rank(
         per_rank = (arch.intermediate_size or arch.moe_intermediate_size or 1) / tp
         expert_scale = _cdiv(int(per_rank), 256) * 256 / per_rank
     result = []
-    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+    for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kinds = arch.layer_types[start:end]
         share = (end - start) / arch.num_layers
         attn_share = sum(1 for k in kinds if k != LAYER_LINEAR) / attention_layers
@@ -572,7 +572,7 @@ def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapp
 def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead, pinned, hw):
     """(KV bytes, layout, blocks) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
     stages = []
-    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+    for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kv = int(pinned) if pinned is not None else requested - per_rank[stage * tp] - overhead
         layers = arch.layer_types[start:end]
         stage_layout = kv_cache_layout(arch, version, values, tp, layers=layers, include_mtp=stage == pp - 1, **hw)

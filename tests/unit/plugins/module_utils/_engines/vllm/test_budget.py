@@ -17,7 +17,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     GIB,
     _group_size,
-    _pp_partition,
     attention_bytes_per_token,
     cuda_total_bytes_from_nvidia_smi,
     derived_max_model_len,
@@ -28,6 +27,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     kv_capacity,
     overhead_estimate,
     parse_human_int,
+    pp_layer_bounds,
     weights_per_rank,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
@@ -475,8 +475,8 @@ def test_weights_per_rank_under_tp_and_pp():
     pp2 = weights_per_rank(LLAMA70B, weights, 1, 2)
     assert pp2[0] + pp2[1] == pytest.approx(weights.total_bytes, rel=1e-6)
     # distributed/utils.py get_pp_indices: remainder layers go to the stages before the last
-    assert _pp_partition(61, 2) == [(0, 31), (31, 61)]
-    assert _pp_partition(5, 3) == [(0, 2), (2, 4), (4, 5)]
+    assert pp_layer_bounds(61, 2) == [(0, 31), (31, 61)]
+    assert pp_layer_bounds(5, 3) == [(0, 2), (2, 4), (4, 5)]
 
 
 def test_pipeline_stages_hold_their_own_layers():
