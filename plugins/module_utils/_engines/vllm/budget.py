@@ -37,7 +37,11 @@ Public API:
     ``measured_overhead_bytes``: non-KV memory per GPU besides the weights from a previous start of the same
     configuration (``Desired ... R GiB`` - ``Model loading took`` - ``Available KV cache memory``); it replaces
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
-    0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side).
+    0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side). ``flashinfer_installed``
+    (releases up to 0.11.0; None = unknown) picks the sampler warm-up; when unknown the result carries
+    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding.
+``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
+    layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
     scaling rules changed for yarn in 0.30).
 ``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
