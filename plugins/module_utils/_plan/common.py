@@ -31,7 +31,7 @@ def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str,
 def revision_check(model: Mapping[str, Any]) -> Optional[Dict[str, str]]:
     """A warning when the revision is a branch or tag: the download is then not reproducible."""
     revision = str(model.get("revision", ""))
-    if _COMMIT_RE.match(revision):
+    if _COMMIT_RE.fullmatch(revision):
         return None
     return {
         "id": "model-revision",

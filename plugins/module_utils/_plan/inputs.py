@@ -23,9 +23,9 @@ ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
 
 # vLLM publishes versions like 0.26.0 and, rarely, 0.10.1.1; Ollama 0.30.0.
-_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Names that carry credentials. Values under such names never enter a plan: they go through the
 # engine roles' secret variables into a 0600 environment file.
 _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
@@ -133,7 +133,7 @@ def _number(value: Any, kind: str) -> Optional[float]:
     if kind == "int":
         if isinstance(value, int):
             return value
-        if isinstance(value, str) and re.match(r"^\s*-?\d+\s*$", value):
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
             return int(value)
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -217,7 +217,7 @@ def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") 
     if unknown:
         errors.append(f"{var} has unknown keys {', '.join(unknown)}; allowed: {', '.join(_MODEL_KEYS)}")
     repo = model.get("repo")
-    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+    if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo):
         errors.append(f"{var}.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {repo!r}")
     revision = model.get("revision")
     if not isinstance(revision, str) or not revision.strip():
@@ -245,7 +245,7 @@ def _validate_environment(var: str, value: Any, errors: List[str]) -> Dict[str, 
     environment = {}
     for name, item in value.items():
         name = str(name)
-        if not _ENV_NAME_RE.match(name):
+        if not _ENV_NAME_RE.fullmatch(name):
             errors.append(f"{var} has an invalid environment variable name {name!r}")
         elif _SECRET_NAME_RE.search(name) or _SECRET_VALUE_RE.search(str(item)):
             errors.append(
