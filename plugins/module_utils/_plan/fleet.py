@@ -47,6 +47,7 @@ def plan_fleet(
                 member.host,
                 cluster=contexts.get(member.host),
                 cluster_findings=findings.get(member.host, ()),
+                defined=member.defined,
             )
         except PlanInputError as exc:
             result[member.host] = {"errors": list(exc.errors)}
