@@ -33,13 +33,13 @@ def engine_version_error(version: t.Any, engine: t.Any, variable: t.Any = "") ->
     return _engine_version_error(str(engine), version, str(variable or ""))
 
 
-def unit_value_errors(values: t.Any, words: t.Any = (), secrets: t.Any = ()) -> list[str]:
+def unit_value_errors(values: t.Any, words: t.Any = (), escaped: t.Any = ()) -> list[str]:
     """Refusals for role options that a unit, environment file or serve.yaml would receive.
 
     values: option name -> value. Every string (nested too) is refused with CR, LF or NUL, and with "%"
-    (a systemd specifier) unless the option is in ``secrets`` (written to an EnvironmentFile, which expands
-    none). Options in ``words`` must also be one word: no whitespace, quotes or backslash. Messages name the
-    option and never repeat its value.
+    (a systemd specifier) unless the option is in ``escaped`` (an Environment= value, where % is doubled, or
+    a secret in the EnvironmentFile, which expands none). Options in ``words`` must also be one word: no
+    whitespace, quotes or backslash. Messages name the option and never repeat its value.
     """
     if not isinstance(values, Mapping):
         raise AnsibleFilterError("unit_value_errors expects a mapping of option names to values")
@@ -47,7 +47,7 @@ def unit_value_errors(values: t.Any, words: t.Any = (), secrets: t.Any = ()) -> 
         raise AnsibleFilterError("unit_value_errors: words must be a list of option names")
     errors: list[str] = []
     for name, value in values.items():
-        secret = name in secrets
+        secret = name in escaped
         errors += unsafe_text_errors(str(name), value, secrets_allowed=True)
         for path, text in strings(str(name), value):
             if "%" in text and not secret:

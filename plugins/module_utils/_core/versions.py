@@ -69,7 +69,13 @@ def engine_version_error(engine: str, text: object, variable: str = "") -> str:
     variable = variable or f"{engine}_version"
     if isinstance(text, str) and re.fullmatch(ENGINE_VERSION_PATTERNS[engine], text):
         return ""
-    shown = repr(text) if text is None or (isinstance(text, (str, int, float)) and len(str(text)) <= 40) else "another value"
-    if isinstance(text, str) and not re.fullmatch(r"[A-Za-z0-9.+~_-]*", text):
+    shown = (
+        repr(text)
+        if text is None or (isinstance(text, (str, int, float)) and len(str(text)) <= 40)
+        else "another value"
+    )
+    if isinstance(text, str) and re.search(r"[\r\n\x00]", text):
+        shown = "a value with a line break or NUL byte (write it on one line)"
+    elif isinstance(text, str) and not re.fullmatch(r"[A-Za-z0-9.+~_-]*", text):
         shown = "a value with other characters (not shown)"
     return f"{variable} must be an exact {engine} release such as {ENGINE_VERSION_EXAMPLES[engine]}, got {shown}"

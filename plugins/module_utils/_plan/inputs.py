@@ -563,14 +563,12 @@ def unknown_variables(defined: Iterable[str]) -> List[Tuple[str, Optional[str]]]
     return result
 
 
-def _unknown_messages(defined: Iterable[str]) -> List[str]:
+def _unknown_messages(defined: Iterable[str], warn: bool) -> List[str]:
     messages = []
     for name, close in unknown_variables(defined):
         hint = f"did you mean {close}? " if close else ""
-        messages.append(
-            f"{name} is not a variable of inferops.llm: {hint}rename it, or remove it (set {UNKNOWN_SWITCH}: warn "
-            "to plan with only a warning)"
-        )
+        switch = "" if warn else f" (or set {UNKNOWN_SWITCH}: warn to plan with only a warning)"
+        messages.append(f"{name} is not a variable of inferops.llm and is ignored: {hint}rename or remove it{switch}")
     return messages
 
 
@@ -607,7 +605,7 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     mode = "error" if _is_unset(mode) else mode
     if mode not in UNKNOWN_MODES:
         errors.append(f"{UNKNOWN_SWITCH} must be one of {', '.join(UNKNOWN_MODES)}, got {shown(mode)}")
-    unknown = _unknown_messages(list(variables) if defined is None else defined)
+    unknown = _unknown_messages(list(variables) if defined is None else defined, mode == "warn")
     (warnings if mode == "warn" else errors).extend(unknown)
     version = _validate_version(engine, f"{engine}_version", variables.get(f"{engine}_version"), errors)
     model = _validate_model(variables.get("inferops_model"), errors)

@@ -113,8 +113,8 @@ def systemd_environment_lines(env: Mapping[str, Any]) -> List[str]:
     lines = []
     for name, value in env.items():
         text = f"{name}={value}".replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-        if "\n" in text:
-            raise OllamaRenderError(f"environment variable {name} contains a newline")
+        if any(c in text for c in "\r\n\x00"):
+            raise OllamaRenderError(f"environment variable {name} contains a line break (CR, LF) or a NUL byte")
         lines.append(f'"{text}"')
     return lines
 

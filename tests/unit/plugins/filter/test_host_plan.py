@@ -46,7 +46,9 @@ def test_host_plan_reads_only_its_variables_and_returns_plain_data():
 
 
 def test_host_plan_errors_name_the_variable():
-    with pytest.raises(AnsibleFilterError, match=r"vllm_version is required and must be an exact vllm release such as 0\.33\.0"):
+    with pytest.raises(
+        AnsibleFilterError, match=r"vllm_version is required and must be an exact vllm release such as 0\.33\.0"
+    ):
         HOST_PLAN["host_plan"](
             {"inferops_engine": "vllm", "inferops_model": {"repo": "a/b", "revision": "c"}}, HARDWARE
         )

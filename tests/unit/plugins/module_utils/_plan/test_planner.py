@@ -194,7 +194,9 @@ def test_extra_args_may_not_duplicate_managed_flags():
             "vllm_extra_args": ["--max-model-len=8192", "--disable-log-requests"],
         }
     )
-    assert errors == ["vllm_extra_args sets --max-model-len, which the plan manages: set vllm_max_model_len: 8192 instead"]
+    assert errors == [
+        "vllm_extra_args sets --max-model-len, which the plan manages: set vllm_max_model_len: 8192 instead"
+    ]
 
 
 @pytest.mark.parametrize(
