@@ -51,6 +51,8 @@ def plan_fleet(
             )
         except PlanInputError as exc:
             result[member.host] = {"errors": list(exc.errors)}
+        except ValueError as exc:  # a plan that cannot be computed stops this host, not the fleet
+            result[member.host] = {"errors": PlanInputError([f"the plan cannot be computed: {exc}"]).errors}
         else:
             result[member.host] = {"plan": plan}
     return result

@@ -203,12 +203,12 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
         if number is None:
             errors.append(f"{var} must be {'an integer' if kind == 'int' else 'a number'}, got {shown(value)}")
             return None
-        if setting.minimum is not None and number < setting.minimum:
-            errors.append(f"{var} is out of range: it must be at least {setting.minimum:g}, got {shown(value)}")
-            return None
         maximum = setting.maximum if setting.maximum is not None else _INT_LIMIT
-        if number > maximum:
-            errors.append(f"{var} is out of range: it must be at most {maximum:g}, got {shown(value)}")
+        if (setting.minimum is not None and number < setting.minimum) or number > maximum:
+            bound = f"at least {setting.minimum:g}" if number < (setting.minimum or 0) else f"at most {maximum:g}"
+            if maximum == _INT_LIMIT:
+                bound = f"from {setting.minimum or 0:g} to {_INT_LIMIT}"
+            errors.append(f"{var} is out of range: it must be {bound}, got {shown(value)}")
             return None
         return number
     if kind == "bytes":

@@ -139,7 +139,7 @@ def test_model_description_is_checked_key_by_key():
     ("name", "value", "expected"),
     [
         ("vllm_max_num_seqs", "many", "vllm_max_num_seqs must be an integer"),
-        ("vllm_max_num_seqs", 0, "vllm_max_num_seqs is out of range: it must be at least 1"),
+        ("vllm_max_num_seqs", 0, "vllm_max_num_seqs is out of range: it must be from 1 to"),
         ("vllm_gpu_memory_utilization", 1.5, "vllm_gpu_memory_utilization is out of range: it must be at most 1"),
         ("vllm_enable_prefix_caching", "sometimes", "vllm_enable_prefix_caching must be true or false"),
         ("vllm_hf_overrides", "rope", "vllm_hf_overrides must be a mapping"),
@@ -672,7 +672,7 @@ def test_plans_without_standby_ollama_have_no_standby_key():
         ),
         (dict(STANDBY, gpus="0"), "inferops_standby_ollama.gpus must be a non-empty list"),
         (dict(STANDBY, kv_cache_type="q5_1"), "inferops_standby_ollama.kv_cache_type must be one of"),
-        (dict(STANDBY, num_parallel=0), "inferops_standby_ollama.num_parallel is out of range: it must be at least 1"),
+        (dict(STANDBY, num_parallel=0), "inferops_standby_ollama.num_parallel is out of range: it must be from 1 to"),
         (dict(STANDBY, num_gpu=99), "inferops_standby_ollama has unknown keys 'num_gpu'"),
     ],
 )
