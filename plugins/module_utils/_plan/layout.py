@@ -811,13 +811,26 @@ def explicit_result(
                 replica_groups = _place_groups(topo, free, tp, pp_local * (dp - 1)) or [
                     free[k : k + tp] for k in range(0, len(free), tp)
                 ]
+        elif dp > 1 and tp * pp_local <= len(available):
+            # One replica fits: the data-parallel size asks for more replicas than the host has GPUs for.
+            problems.append(
+                {
+                    "variable": "vllm_data_parallel_size",
+                    "message": f"TP {tp} x PP {pp_local} x DP {dp} = {needed} GPUs per node, this host has "
+                    f"{len(available)} GPU(s)",
+                    "suggested": max(1, len(available) // (tp * pp_local)),
+                }
+            )
+            groups = [available[k : k + tp] for k in range(0, tp * pp_local, tp)]
         else:
             problems.append(
                 {
-                    "variable": "vllm_tensor_parallel_size",
+                    "variable": "vllm_tensor_parallel_size"
+                    if tp > len(available) or pp_local == 1
+                    else "vllm_pipeline_parallel_size",
                     "message": f"TP {tp} x PP {pp_local} x DP {dp} = {needed} GPUs per node, this host has "
-                    f"{len(available)}",
-                    "suggested": auto_cand.tp,
+                    f"{len(available)} GPU(s)",
+                    "suggested": auto_cand.tp if tp > len(available) or pp_local == 1 else auto_cand.pp,
                 }
             )
             groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]

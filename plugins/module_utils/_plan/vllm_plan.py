@@ -46,6 +46,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     HostInputs,
+    PlanInputError,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     auto_result,
@@ -296,6 +297,7 @@ def vllm_plan(
             replica_groups=best.replicas,
             reason=speed_reason(search, best, workload.objective),
         )
+    automatic = result["candidate"]
     if search.sizes_given:
         # Pinned sizes are constraints: the unset ones come from the fastest option that keeps them.
         pinned = {
@@ -320,7 +322,18 @@ def vllm_plan(
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
-        chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+        try:
+            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+        except ValueError as exc:
+            pipeline = "pipeline" in str(exc)
+            variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
+            passing = automatic.pp if pipeline else automatic.tp
+            raise PlanInputError(
+                [
+                    f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
+                    f"(a value that passes: {variable}: {passing})"
+                ]
+            ) from exc
     resolved_settings, figures = chosen.settings, chosen.budget
     speed = predictor_for(search, traffic, result["candidate"], figures, resolved_settings.values)
     performance = performance_section(

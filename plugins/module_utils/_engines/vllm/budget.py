@@ -111,7 +111,7 @@ _TURBOQUANT_BITS = {
     "turboquant_k3v4_nc": (3, 4, True),
     "turboquant_3bit_nc": (3, 3, True),
 }
-_HUMAN_INT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+_HUMAN_INT_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*")
 _HUMAN_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 1 << 10, "M": MIB, "G": GIB, "T": 1 << 40}
 
 
@@ -125,7 +125,7 @@ def parse_human_int(value: Any) -> int:
         raise ValueError(f"expected a byte count, got {value!r}")
     if isinstance(value, int):
         return value
-    match = _HUMAN_INT_RE.match(str(value))
+    match = _HUMAN_INT_RE.fullmatch(str(value))
     if not match:
         raise ValueError(f"expected a byte count such as 21474836480, 20G (GiB) or 20g (GB), got {value!r}")
     return int(float(match.group(1)) * _HUMAN_UNITS[match.group(2)])
