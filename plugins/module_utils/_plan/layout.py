@@ -4,9 +4,11 @@
 
 Pure functions over plain data: the GPU list and ``nvidia-smi topo -m`` matrix as parsed by
 ``gpu_topology`` and the model's parallelism-relevant dimensions. ``layout_search`` enumerates every
-valid layout and ranks it (``rank_smallest_first``, one replaceable function); it never calls back into
-the memory code: the planner loop (``_plan/vllm_plan.py``) budgets the ranked candidates in order and builds
-the result with ``auto_result`` / ``explicit_result`` / ``finish_layout``.
+valid TP x PP placement; it never calls back into the memory code: the planner loop
+(``_plan/vllm_plan.py``) budgets every candidate, adds data-parallel replicas (``replica_groups``) and
+ranks the options by predicted speed (``_plan/speed.py``), then builds the result with ``auto_result`` /
+``explicit_result`` / ``finish_layout``. ``rank_smallest_first`` orders the candidates and is the choice
+of the ``parallel_layout`` filter, which is given a memory need but has no speed model.
 
 Why one file of about 800 lines: the model's divisibility rules, the topology's link classes and the
 placement of TP groups are used together by every candidate; the parallel_layout filter and the planner
@@ -441,9 +443,9 @@ def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
 
 @dataclass
 class LayoutSearch:
-    """Every valid layout of one host for a model, ranked; the planner loop tries them in this order.
+    """Every valid layout of one host for a model (the planner budgets and predicts each).
 
-    candidates: ranked (the planner takes the first whose memory budget fits). largest: the best layout of
+    candidates: ordered by ``ranking`` (the parallel_layout filter takes the first that fits). largest: the best layout of
     the largest world, shown when none fits. sizes_given: the inventory pins a parallel size (or names GPUs
     the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
     """
