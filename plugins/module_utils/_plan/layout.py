@@ -446,8 +446,8 @@ class LayoutSearch:
     """Every valid layout of one host for a model (the planner budgets and predicts each).
 
     candidates: ordered by ``ranking`` (the parallel_layout filter takes the first that fits). largest: the
-    best layout of the largest world, shown when none fits. sizes_given: the inventory pins a parallel size (or names GPUs
-    the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
+    best layout of the largest world, shown when none fits. sizes_given: the inventory pins a parallel size
+    (or names GPUs the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
     """
 
     dims: ParallelDims
