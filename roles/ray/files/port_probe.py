@@ -8,7 +8,8 @@
     port_probe.py connect --seconds N HOST,ADDRESS,PORT,NAME ...  try each target until N seconds pass
 
 ``listen`` skips a port that something already listens on (a running Ray service answers for itself).
-``connect`` prints one JSON object {"unreachable": [{"host", "address", "port", "name", "error"}]} and exits 0.
+``connect`` prints one JSON object {"checked": N, "unreachable": [{"host", "address", "port", "name", "error"}]}
+and exits 0.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def listen(ports: Sequence[int], seconds: float, pidfile: str) -> int:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("0.0.0.0", port))  # noqa: S104 (peers connect on the cluster network)
+            sock.bind(("0.0.0.0", port))  # peers connect on the cluster network
         except OSError:
             sock.close()
             continue
@@ -92,7 +93,7 @@ def connect(targets: Sequence[str], seconds: float) -> List[Dict[str, object]]:
                     pass
             except OSError as error:
                 entry["error"] = (
-                    "timed out (a firewall dropping packets?)" if isinstance(error, TimeoutError) else str(error)
+                    "timed out (a firewall dropping packets?)" if isinstance(error, (socket.timeout, TimeoutError)) else str(error)
                 )
                 left.append(entry)
         pending = left
@@ -107,12 +108,12 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--pidfile", default="/run/inferops-port-probe.pid")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("items", nargs="*")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.action == "listen":
         return listen([int(p) for p in args.items], args.seconds, args.pidfile)
     if args.action == "stop":
         return stop(args.pidfile)
-    print(json.dumps({"unreachable": connect(args.items, args.seconds)}))
+    print(json.dumps({"checked": len(args.items), "unreachable": connect(args.items, args.seconds)}))
     return 0
 
 

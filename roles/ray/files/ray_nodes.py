@@ -65,8 +65,8 @@ def _load_secrets(path: str) -> None:
 
 
 def gcs_nodes(address: str, timeout: float) -> List[Dict[str, Any]]:
-    from ray._raylet import GcsClient  # noqa: PLC0415 (only where Ray is installed)
-    from ray.core.generated import gcs_pb2  # noqa: PLC0415
+    from ray._raylet import GcsClient  # only where Ray is installed
+    from ray.core.generated import gcs_pb2
 
     client = GcsClient(address=address)
     nodes = []
@@ -97,7 +97,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--wait", type=float, default=0.0)
     parser.add_argument("--interval", type=float, default=5.0)
     parser.add_argument("expected", nargs="*")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     expected = parse_expected(args.expected)
     _load_secrets(args.secrets)
     deadline = time.monotonic() + args.wait
@@ -112,7 +112,7 @@ def main(argv: Sequence[str]) -> int:
 def ask(address: str, timeout: float, expected: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     try:
         nodes = gcs_nodes(address, timeout)
-    except Exception as error:  # noqa: BLE001 (any failure to ask the GCS is reported, not raised)
+    except Exception as error:  # any failure to ask the GCS is reported, not raised
         reason = f"the head's GCS at {address} did not answer: {type(error).__name__}: {error}"[:300]
         missing = [{"host": w["host"], "address": w["address"], "why": reason} for w in expected]
         return {"nodes": [], "error": reason, "missing": missing}
