@@ -15,6 +15,7 @@ and exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import selectors
@@ -63,10 +64,8 @@ def stop(pidfile: str, seconds: float = 10.0) -> int:
             pid = int(handle.read().strip())
     except (OSError, ValueError):
         return 0
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -92,9 +91,8 @@ def connect(targets: Sequence[str], seconds: float) -> List[Dict[str, object]]:
                 with socket.create_connection((entry["address"], entry["port"]), timeout=2):
                     pass
             except OSError as error:
-                entry["error"] = (
-                    "timed out (a firewall dropping packets?)" if isinstance(error, (socket.timeout, TimeoutError)) else str(error)
-                )
+                timed_out = isinstance(error, (socket.timeout, TimeoutError))
+                entry["error"] = "timed out (a firewall dropping packets?)" if timed_out else str(error)
                 left.append(entry)
         pending = left
         if not pending or time.monotonic() >= deadline:

@@ -118,5 +118,6 @@ def ask(address: str, timeout: float, expected: Sequence[Dict[str, Any]]) -> Dic
         return {"nodes": [], "error": reason, "missing": missing}
     return {"nodes": nodes, "error": "", "missing": compare(nodes, expected)}
 
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
