@@ -74,7 +74,7 @@ def gcs_nodes(address: str, timeout: float) -> List[Dict[str, Any]]:
         alive = node.state == gcs_pb2.GcsNodeInfo.ALIVE
         death = ""
         if not alive and node.HasField("death_info"):
-            reason = gcs_pb2.NodeDeathInfo.Reason.Name(node.death_info.reason)
+            reason = type(node.death_info).Reason.Name(node.death_info.reason)
             death = f"{reason} {node.death_info.reason_message}".strip()
         nodes.append(
             {
