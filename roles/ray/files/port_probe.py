@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """TCP reachability between the nodes of a cluster before any service listens (standard library only).
@@ -101,7 +100,7 @@ def connect(targets: Sequence[str], seconds: float) -> List[Dict[str, object]]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("action", choices=("listen", "stop", "connect"))
     parser.add_argument("--pidfile", default="/run/inferops-port-probe.pid")
     parser.add_argument("--seconds", type=float, default=60.0)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """Which nodes of a Ray cluster the GCS reports alive, with their resources, against the ones expected.
@@ -90,7 +89,7 @@ def gcs_nodes(address: str, timeout: float) -> List[Dict[str, Any]]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--address", required=True)
     parser.add_argument("--secrets", default="")
     parser.add_argument("--timeout", type=float, default=10.0)

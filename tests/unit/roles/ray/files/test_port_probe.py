@@ -36,7 +36,7 @@ def test_listener_answers_until_stopped_and_the_check_names_the_closed_port(tmp_
         [sys.executable, str(SCRIPT), "listen", "--pidfile", str(pidfile), "--seconds", "30", str(open_port)]
     )
     try:
-        for _ in range(100):
+        for _attempt in range(100):
             if pidfile.exists():
                 break
             time.sleep(0.05)
