@@ -230,6 +230,11 @@ def tp_link(topo: Any, group: Sequence[int], custom_allreduce: bool) -> Optional
 
 def handoff_link(topo: Any, a: int, b: int) -> Link:
     latency = CONSTANTS["pp_handoff_latency_us"]
+    if a == b:
+        # Consecutive stages on the same local GPU index: the next node's GPU (one GPU per node in a
+        # multi-node layout). The network between nodes is not modelled; priced like the other node
+        # boundaries (PCIe class) instead of failing on the missing (a, a) link.
+        return Link(latency["pcie"] * 1e-6, _pcie_bandwidth(topo, [a]), "PCIe")
     if topo.link(a, b)[0] == 0:
         spec, _known = spec_for(topo.gpus[a].name)
         return Link(latency["nvlink"] * 1e-6, (spec.nvlink_gbps or 25.0) * 1e9, "NVLink")

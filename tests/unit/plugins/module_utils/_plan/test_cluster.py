@@ -39,6 +39,17 @@ def node(host, address, interface="enp65s0f0", gpus=4, **extra):
     return Member(host=host, variables=variables, hardware=hardware, facts={"python": "3.11.2"})
 
 
+def test_three_hosts_of_one_gpu_each_are_three_pipeline_stages():
+    # One GPU per node: consecutive stages sit on GPU 0 of different nodes (this used to raise KeyError (0, 0)
+    # in the performance model's handoff between stages).
+    model = {"inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT}, "vllm_max_model_len": 8192}
+    plans = plan_fleet([node(f"n{i}", f"10.0.0.{11 + i}", gpus=1, **model) for i in range(3)])
+    for host in ("n0", "n1", "n2"):
+        plan = plans[host]["plan"]
+        assert (plan["layout"]["tensor_parallel_size"], plan["layout"]["pipeline_parallel_size"]) == (1, 3)
+        assert plan["cluster"]["ray_start"][-3:] == ["--num-gpus", "1", "--block"]
+
+
 def test_two_hosts_of_four_gpus_run_tp_inside_and_pp_across():
     plans = plan_fleet([node("ws-a", "10.0.0.11"), node("ws-b", "10.0.0.12")])
     head, worker = plans["ws-a"]["plan"], plans["ws-b"]["plan"]

@@ -1,0 +1,62 @@
+"""roles/ray/files/ray_nodes.py: which expected nodes the GCS does not report alive with their GPUs, and why."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[5]
+CASES = yaml.safe_load((Path(__file__).parent / "ray_nodes_cases.yml").read_text())
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("ray_nodes", ROOT / "roles/ray/files/ray_nodes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ray_nodes = _load()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_compare(case):
+    missing = ray_nodes.compare(case["nodes"], ray_nodes.parse_expected(case["expected"]))
+    assert [entry["host"] for entry in missing] == [host for host, _why in case["missing"]]
+    for entry, (_host, why) in zip(missing, case["missing"]):
+        assert why in entry["why"]
+
+
+def test_an_unreachable_head_reports_every_node_missing_with_the_reason(monkeypatch, capsys):
+    def refuse(address, timeout):
+        raise ConnectionError(f"{address} refused")
+
+    monkeypatch.setattr(ray_nodes, "gcs_nodes", refuse)
+    assert ray_nodes.main(["--address", "10.0.0.11:6379", "ws-a=10.0.0.11=4", "ws-b=10.0.0.12=4"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [entry["host"] for entry in result["missing"]] == ["ws-a", "ws-b"]
+    assert "10.0.0.11:6379 did not answer: ConnectionError" in result["error"]
+
+
+def test_it_asks_again_until_every_node_joined(monkeypatch, capsys):
+    answers = [[], [{"address": "10.0.0.11", "alive": True, "resources": {"GPU": 1.0}}]]
+    monkeypatch.setattr(ray_nodes, "gcs_nodes", lambda address, timeout: answers.pop(0))
+    ray_nodes.main(["--address", "h:1", "--wait", "30", "--interval", "0", "ws-a=10.0.0.11=1"])
+    assert json.loads(capsys.readouterr().out)["missing"] == []
+    assert answers == []
+
+
+def test_the_token_comes_from_the_secrets_file_not_argv(tmp_path, monkeypatch):
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("# comment\nRAY_AUTH_MODE=token\nRAY_AUTH_TOKEN=abc\nOTHER=x\n")
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("OTHER", raising=False)
+    ray_nodes._load_secrets(str(secrets))
+    import os
+
+    assert os.environ["RAY_AUTH_TOKEN"] == "abc"
+    assert "OTHER" not in os.environ
