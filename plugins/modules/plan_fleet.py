@@ -40,6 +40,14 @@ options:
     description: Permissions of the report files, as an octal string.
     type: raw
     default: "0644"
+  gateway:
+    description:
+      - Inventory name of the gateway host (role M(inferops.llm.gateway)); empty for none.
+      - Its C(gateway_profiles) and C(gateway_backends) and every planned engine host (as the gateway reaches
+        it, see docs/gateway.md) give the gateway's plan, written to C(<dest>/gateway.json) and appended to the
+        table. The gateway host is planned as an engine only when it sets C(inferops_model).
+    type: str
+    default: ""
 attributes:
   action:
     description: Runs as an action plugin on the controller.
@@ -97,6 +105,11 @@ table:
   returned: always
   type: list
   elements: str
+gateway:
+  description: The gateway's routes, profiles, checks and LiteLLM model list (docs/gateway.md); null without O(gateway).
+  returned: always
+  type: dict
+  sample: {routes: [{model: Qwen/Qwen3.6-27B, backends: [{host: gpu01, engine: vllm}]}], profiles: [], checks: []}
 written:
   description: The report paths whose content changed in this run.
   returned: always

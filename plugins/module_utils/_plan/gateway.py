@@ -375,3 +375,76 @@ def render_gateway_table(gateway: Mapping[str, Any]) -> List[str]:
     for check in gateway.get("checks") or []:
         lines.append(f"  {check['severity']}: {check['id']}: {check['message']}")
     return lines
+
+
+# What the gateway reads of an engine host besides its plan (never a secret's value: only whether
+# vllm_api_key is set, so that the gateway role passes the key it reads from the vault).
+ENDPOINT_VARIABLES = ("ansible_host", "gateway_backend_address", "vllm_port", "ollama_port", "ollama_models")
+
+
+def _env_name(host: str) -> str:
+    return "INFEROPS_BACKEND_KEY_" + re.sub(r"[^A-Z0-9]", "_", host.upper())
+
+
+def fleet_endpoints(
+    engine_hosts: Mapping[str, Mapping[str, Any]], gateway_host: str, keyed: Sequence[str] = ()
+) -> Dict[str, Dict[str, Any]]:
+    """Where each engine host listens, as the gateway host reaches it.
+
+    engine_hosts: per host the values of ENDPOINT_VARIABLES that are set. keyed: the hosts that set
+    vllm_api_key (its value stays out of the plan; the config names INFEROPS_BACKEND_KEY_<HOST>).
+    The gateway reaches an engine on its own host through loopback, others through
+    gateway_backend_address, ansible_host or the inventory name.
+    """
+    endpoints: Dict[str, Dict[str, Any]] = {}
+    for host, variables in engine_hosts.items():
+        if host == gateway_host:
+            address = "127.0.0.1"
+        else:
+            address = str(variables.get("gateway_backend_address") or variables.get("ansible_host") or host)
+        models = [
+            str(entry.get("name") or entry.get("pull"))
+            for entry in variables.get("ollama_models") or []
+            if isinstance(entry, Mapping) and (entry.get("name") or entry.get("pull")) and not entry.get("profiles")
+        ]
+        for entry in variables.get("ollama_models") or []:
+            if isinstance(entry, Mapping):
+                models += [
+                    str(p["name"]) for p in entry.get("profiles") or [] if isinstance(p, Mapping) and p.get("name")
+                ]
+        endpoints[host] = {
+            "address": address,
+            "vllm_port": int(variables.get("vllm_port") or 8000),
+            "ollama_port": int(variables.get("ollama_port") or 11434),
+            "models": models,
+            "api_key_env": _env_name(host) if host in keyed else None,
+        }
+    return endpoints
+
+
+def plan_fleet_gateway(
+    plans: Mapping[str, Mapping[str, Any]],
+    engine_hosts: Mapping[str, Mapping[str, Any]],
+    gateway_host: str,
+    gateway_variables: Mapping[str, Any],
+    keyed: Sequence[str] = (),
+) -> Dict[str, Any]:
+    """The gateway of an inventory: every planned engine host as a backend, the gateway host's profiles.
+
+    gateway_variables: the gateway host's ``gateway_profiles`` and ``gateway_backends``. Raises
+    GatewayInputError for malformed entries.
+    """
+    endpoints = fleet_endpoints(engine_hosts, gateway_host, keyed)
+    for host, plan in plans.items():
+        if host in endpoints:
+            engine = plan.get("engine")
+            endpoints[host]["port"] = endpoints[host]["ollama_port" if engine == "ollama" else "vllm_port"]
+    usable = {host: endpoint for host, endpoint in endpoints.items() if "port" in endpoint}
+    gateway = plan_gateway(
+        backends_from_plans(plans, usable),
+        gateway_variables.get("gateway_profiles") or [],
+        gateway_variables.get("gateway_backends") or [],
+    )
+    gateway["host"] = gateway_host
+    gateway["backend_keys"] = sorted({e["api_key_env"]: h for h, e in usable.items() if e["api_key_env"]}.items())
+    return gateway

@@ -1,4 +1,4 @@
-"""The gateway's plan (_plan/gateway.py): routes, profiles, checks and LiteLLM's model_list, against gateway_cases.yml."""
+"""The gateway's plan (_plan/gateway.py): routes, profiles, checks and model_list, against gateway_cases.yml."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def test_malformed_inventory_entries_are_refused(case):
 
 def test_profile_sampling_reaches_the_deployment_openai_fields_direct_the_rest_in_extra_body():
     backend = CASES["backends"]["vllm_a"]
-    gateway = plan_gateway([backend], [{"name": "qwen-code", "model": backend["model"], "builtin": "qwen3.5-thinking-coding"}])
+    gateway = plan_gateway(
+        [backend], [{"name": "qwen-code", "model": backend["model"], "builtin": "qwen3.5-thinking-coding"}]
+    )
     (deployment,) = [d for d in gateway["model_list"] if d["model_name"] == "qwen-code"]
     params = deployment["litellm_params"]
     assert params["model"] == "openai/Qwen/Qwen3.6-27B"
@@ -54,7 +56,12 @@ def test_profile_sampling_reaches_the_deployment_openai_fields_direct_the_rest_i
 
 def test_inventory_values_override_a_builtin_profile():
     backend = CASES["backends"]["vllm_a"]
-    profile = {"name": "p", "model": backend["model"], "builtin": "qwen3.5-instruct-general", "params": {"temperature": 0.1}}
+    profile = {
+        "name": "p",
+        "model": backend["model"],
+        "builtin": "qwen3.5-instruct-general",
+        "params": {"temperature": 0.1},
+    }
     (resolved,) = plan_gateway([backend], [profile])["profiles"]
     assert resolved["params"]["temperature"] == 0.1
     assert resolved["params"]["top_p"] == 0.8
@@ -97,7 +104,14 @@ def test_every_builtin_profile_has_the_documented_fields_and_the_data_a_source()
         "qwen3.5-instruct-reasoning",
     }
     for profile in BUILTIN_PROFILES.values():
-        assert set(profile["params"]) == {"temperature", "top_p", "top_k", "min_p", "presence_penalty", "repetition_penalty"}
+        assert set(profile["params"]) == {
+            "temperature",
+            "top_p",
+            "top_k",
+            "min_p",
+            "presence_penalty",
+            "repetition_penalty",
+        }
         assert isinstance(profile["chat_template_kwargs"]["enable_thinking"], bool)
     assert "Best Practices" in GATEWAY_DATA["profiles"]["_source"]
     assert set(GATEWAY_DATA["request_params"]["_source"]) == {"vllm", "ollama"}
