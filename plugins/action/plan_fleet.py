@@ -40,6 +40,8 @@ ARGUMENT_SPEC = {
     "write_reports": {"type": "bool", "default": True},
     "mode": {"type": "raw", "default": "0644"},
     "gateway": {"type": "str", "default": ""},
+    "gateway_profiles": {"type": "list", "elements": "raw"},
+    "gateway_backends": {"type": "list", "elements": "raw"},
 }
 
 
@@ -128,7 +130,7 @@ class ActionModule(ActionBase):
         planned = plan_fleet(members, measured)
         plans = {host: entry["plan"] for host, entry in planned.items() if "plan" in entry}
         input_errors = {host: entry["errors"] for host, entry in planned.items() if "errors" in entry}
-        gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans) if gateway else (None, [])
+        gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans, args) if gateway else (None, [])
         if gateway_errors:
             input_errors[f"{gateway} (gateway)"] = gateway_errors
         written: list[str] = []
@@ -167,6 +169,7 @@ class ActionModule(ActionBase):
             check_errors={host: errors for host, errors in check_errors.items() if errors},
             table=table,
             gateway=gateway_plan,
+            gateway_table=render_gateway_table(gateway_plan) if gateway_plan is not None else [],
             written=written,
         )
         return result

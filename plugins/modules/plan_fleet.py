@@ -48,6 +48,14 @@ options:
         table. The gateway host is planned as an engine only when it sets C(inferops_model).
     type: str
     default: ""
+  gateway_profiles:
+    description: The gateway's profiles; when unset, C(gateway_profiles) of the O(gateway) host.
+    type: list
+    elements: raw
+  gateway_backends:
+    description: Engines outside the inventory; when unset, C(gateway_backends) of the O(gateway) host.
+    type: list
+    elements: raw
 attributes:
   action:
     description: Runs as an action plugin on the controller.
@@ -110,6 +118,11 @@ gateway:
   returned: always
   type: dict
   sample: {routes: [{model: Qwen/Qwen3.6-27B, backends: [{host: gpu01, engine: vllm}]}], profiles: [], checks: []}
+gateway_table:
+  description: The gateway's routes, profiles and checks as text lines (also at the end of RV(table)).
+  returned: always
+  type: list
+  elements: str
 written:
   description: The report paths whose content changed in this run.
   returned: always

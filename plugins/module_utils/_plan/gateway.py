@@ -14,6 +14,7 @@ accepts are in gateway.json, each with its source.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -448,3 +449,68 @@ def plan_fleet_gateway(
     gateway["host"] = gateway_host
     gateway["backend_keys"] = sorted({e["api_key_env"]: h for h, e in usable.items() if e["api_key_env"]}.items())
     return gateway
+
+
+# What a client key, and the master key, may hold: printable ASCII without spaces, quotes or backslashes
+# (the systemd environment file needs no escaping), at least 16 characters.
+_KEY_RE = re.compile(r"[!#-&(-\[\]-~]{16,256}")
+_KEY_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def key_errors(keys: Any, master_key: Any) -> List[str]:
+    """Refusals for ``gateway_master_key`` and ``gateway_keys``; messages name keys by name, never by value."""
+    errors: List[str] = []
+    if not isinstance(master_key, str) or not master_key.startswith("sk-") or not _KEY_RE.fullmatch(master_key):
+        errors.append(
+            "gateway_master_key must be set (in Ansible Vault): sk- then printable ASCII without spaces, quotes or "
+            "backslashes, 16 characters at least"
+        )
+    if not isinstance(keys, list):
+        return [*errors, "gateway_keys must be a list of {name, key, models}"]
+    seen_names: List[str] = []
+    seen_keys: List[str] = []
+    for index, entry in enumerate(keys):
+        if not isinstance(entry, Mapping):
+            errors.append(f"gateway_keys[{index}] must be a mapping with name, key and models")
+            continue
+        name = entry.get("name")
+        label = f"gateway_keys[{index}]"
+        if not isinstance(name, str) or not _KEY_NAME_RE.fullmatch(name):
+            errors.append(f"{label}.name must be 1 to 64 letters, digits or ._-")
+        else:
+            label = f"gateway_keys {name}"
+            if name in seen_names:
+                errors.append(f"{label}: the name is given more than once")
+            seen_names.append(name)
+        unknown = sorted(set(entry) - {"name", "key", "models"})
+        if unknown:
+            errors.append(f"{label}: unknown keys {', '.join(map(str, unknown))}")
+        key = entry.get("key")
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+            errors.append(
+                f"{label}: key must be 16 to 256 printable ASCII characters without spaces, quotes or backslashes"
+            )
+        elif key == master_key:
+            errors.append(f"{label}: key is the master key; give each client its own")
+        elif key in seen_keys:
+            errors.append(f"{label}: key is also another entry's key")
+        else:
+            seen_keys.append(key)
+        models = entry.get("models")
+        if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+            errors.append(f'{label}: models must be a non-empty list of model names ("*" for all)')
+    return errors
+
+
+def key_table(keys: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The gateway's key table: each key's name, SHA-256 digest and model names; never a key."""
+    return {
+        "keys": [
+            {
+                "name": str(entry["name"]),
+                "sha256": hashlib.sha256(str(entry["key"]).encode("utf-8")).hexdigest(),
+                "models": [str(model) for model in entry["models"]],
+            }
+            for entry in keys
+        ]
+    }
