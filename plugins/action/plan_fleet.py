@@ -45,7 +45,9 @@ ARGUMENT_SPEC = {
 }
 
 
-def _gateway(gateway: str, hostvars: t.Any, plans: dict[str, t.Any]) -> tuple[dict[str, t.Any] | None, list[str]]:
+def _gateway(
+    gateway: str, hostvars: t.Any, plans: dict[str, t.Any], given: dict[str, t.Any]
+) -> tuple[dict[str, t.Any] | None, list[str]]:
     """The gateway's plan over the planned hosts (routes, profiles, checks), or the input errors."""
     engine_hosts, keyed = {}, []
     for host in plans:
@@ -55,9 +57,12 @@ def _gateway(gateway: str, hostvars: t.Any, plans: dict[str, t.Any]) -> tuple[di
         if "vllm_api_key" in host_vars and plans[host].get("engine") == "vllm":
             keyed.append(host)
     gateway_vars = hostvars[gateway]
-    variables = {
-        name: _plain(gateway_vars[name]) for name in ("gateway_profiles", "gateway_backends") if name in gateway_vars
-    }
+    variables = {}
+    for name in ("gateway_profiles", "gateway_backends"):
+        if given.get(name) is not None:  # from the gateway role, whose defaults hostvars do not hold
+            variables[name] = _plain(given[name])
+        elif name in gateway_vars:
+            variables[name] = _plain(gateway_vars[name])
     try:
         return plan_fleet_gateway(plans, engine_hosts, gateway, variables, keyed), []
     except GatewayInputError as exc:
