@@ -124,3 +124,29 @@ def test_table_lists_routes_profiles_and_checks():
     assert "Qwen/Qwen3.6-27B -> vllm 0.33.0 http://10.0.0.3:8000/v1" in text
     assert "t -> Qwen/Qwen3.6-27B [qwen3.5-thinking-general]: temperature=1.0" in text
     assert "warning: gateway-reasoning-parser" in text
+
+
+def test_fleet_endpoints_loopback_addresses_ports_models_and_key_names():
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import fleet_endpoints
+
+    endpoints = fleet_endpoints(
+        {
+            "gpu-a": {"vllm_port": 8001},
+            "gpu-b": {"ansible_host": "10.0.0.2", "gateway_backend_address": "gpu-b.lan"},
+            "standby": {
+                "ansible_host": "10.0.0.9",
+                "ollama_models": [
+                    {"pull": "qwen3:8b"},
+                    {"gguf": "/m.gguf", "profiles": [{"name": "q-think"}, {"name": "q-chat"}]},
+                ],
+            },
+        },
+        gateway_host="gpu-a",
+        keyed=["gpu-b"],
+    )
+    assert endpoints["gpu-a"]["address"] == "127.0.0.1" and endpoints["gpu-a"]["vllm_port"] == 8001
+    assert endpoints["gpu-b"]["address"] == "gpu-b.lan"
+    assert endpoints["gpu-b"]["api_key_env"] == "INFEROPS_BACKEND_KEY_GPU_B"
+    assert endpoints["gpu-a"]["api_key_env"] is None
+    assert endpoints["standby"]["models"] == ["qwen3:8b", "q-think", "q-chat"]
+    assert endpoints["standby"]["ollama_port"] == 11434
