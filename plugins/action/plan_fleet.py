@@ -23,6 +23,12 @@ from ansible_collections.inferops.llm.plugins.action.plan_report import _plain, 
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
+from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import (
+    ENDPOINT_VARIABLES,
+    GatewayInputError,
+    plan_fleet_gateway,
+    render_gateway_table,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
@@ -33,7 +39,34 @@ ARGUMENT_SPEC = {
     "dest": {"type": "path", "required": True},
     "write_reports": {"type": "bool", "default": True},
     "mode": {"type": "raw", "default": "0644"},
+    "gateway": {"type": "str", "default": ""},
+    "gateway_profiles": {"type": "list", "elements": "raw"},
+    "gateway_backends": {"type": "list", "elements": "raw"},
 }
+
+
+def _gateway(
+    gateway: str, hostvars: t.Any, plans: dict[str, t.Any], given: dict[str, t.Any]
+) -> tuple[dict[str, t.Any] | None, list[str]]:
+    """The gateway's plan over the planned hosts (routes, profiles, checks), or the input errors."""
+    engine_hosts, keyed = {}, []
+    for host in plans:
+        host_vars = hostvars[host]
+        engine_hosts[host] = {name: _plain(host_vars[name]) for name in ENDPOINT_VARIABLES if name in host_vars}
+        # Whether a key is set, never its value (it stays in the vault until the gateway role runs).
+        if "vllm_api_key" in host_vars and plans[host].get("engine") == "vllm":
+            keyed.append(host)
+    gateway_vars = hostvars[gateway]
+    variables = {}
+    for name in ("gateway_profiles", "gateway_backends"):
+        if given.get(name) is not None:  # from the gateway role, whose defaults hostvars do not hold
+            variables[name] = _plain(given[name])
+        elif name in gateway_vars:
+            variables[name] = _plain(gateway_vars[name])
+    try:
+        return plan_fleet_gateway(plans, engine_hosts, gateway, variables, keyed), []
+    except GatewayInputError as exc:
+        return None, exc.errors
 
 
 def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
@@ -87,7 +120,12 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(f"plan_fleet: mode must be octal such as '0644', got {args['mode']!r}") from error
         hostvars = (task_vars or {}).get("hostvars") or {}
         members, measured = [], {}
+        gateway = args["gateway"]
+        if gateway and gateway not in hostvars:
+            raise AnsibleActionFail(f"plan_fleet: gateway {gateway!r} is not a host of the inventory")
         for host in args["hosts"]:
+            if host == gateway and "inferops_model" not in hostvars[host]:
+                continue  # the gateway's own host, without an engine
             if "/" in host or host.startswith("."):
                 raise AnsibleActionFail(f"plan_fleet: {host!r} cannot name a report file")
             member, fact = _member(host, hostvars[host])
@@ -97,7 +135,15 @@ class ActionModule(ActionBase):
         planned = plan_fleet(members, measured)
         plans = {host: entry["plan"] for host, entry in planned.items() if "plan" in entry}
         input_errors = {host: entry["errors"] for host, entry in planned.items() if "errors" in entry}
+        gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans, args) if gateway else (None, [])
+        if gateway_errors:
+            input_errors[f"{gateway} (gateway)"] = gateway_errors
         written: list[str] = []
+        if args["write_reports"] and gateway_plan is not None:
+            path = os.path.join(os.path.realpath(args["dest"]), "gateway.json")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if write_if_changed(path, json.dumps(gateway_plan, indent=2) + "\n", mode):
+                written.append(path)
         if args["write_reports"] and plans:
             dest = os.path.realpath(args["dest"])
             os.makedirs(dest, exist_ok=True)
@@ -112,14 +158,23 @@ class ActionModule(ActionBase):
             host: [f"{c['id']}: {c['message']}" for c in plan["checks"] if c["severity"] == "error"]
             for host, plan in plans.items()
         }
+        if gateway_plan is not None:
+            check_errors[f"{gateway} (gateway)"] = [
+                f"{c['id']}: {c['message']}" for c in gateway_plan["checks"] if c["severity"] == "error"
+            ]
+        table = render_table(
+            [plans.get(host) or {"host": host, "error": "; ".join(input_errors[host])} for host in planned]
+        )
+        if gateway_plan is not None:
+            table += ["", *render_gateway_table(gateway_plan)]
         result.update(
             changed=bool(written),
             plans=plans,
             input_errors=input_errors,
             check_errors={host: errors for host, errors in check_errors.items() if errors},
-            table=render_table(
-                [plans.get(host) or {"host": host, "error": "; ".join(input_errors[host])} for host in planned]
-            ),
+            table=table,
+            gateway=gateway_plan,
+            gateway_table=render_gateway_table(gateway_plan) if gateway_plan is not None else [],
             written=written,
         )
         return result

@@ -40,6 +40,22 @@ options:
     description: Permissions of the report files, as an octal string.
     type: raw
     default: "0644"
+  gateway:
+    description:
+      - Inventory name of the gateway host (role M(inferops.llm.gateway)); empty for none.
+      - Its C(gateway_profiles) and C(gateway_backends) and every planned engine host (as the gateway reaches
+        it, see docs/gateway.md) give the gateway's plan, written to C(<dest>/gateway.json) and appended to the
+        table. The gateway host is planned as an engine only when it sets C(inferops_model).
+    type: str
+    default: ""
+  gateway_profiles:
+    description: The gateway's profiles; when unset, C(gateway_profiles) of the O(gateway) host.
+    type: list
+    elements: raw
+  gateway_backends:
+    description: Engines outside the inventory; when unset, C(gateway_backends) of the O(gateway) host.
+    type: list
+    elements: raw
 attributes:
   action:
     description: Runs as an action plugin on the controller.
@@ -94,6 +110,16 @@ check_errors:
   sample: {gpu03: ["memory-fit: vllm_max_model_len: ..."]}
 table:
   description: The Markdown table of all plans, one string per line (what C(make plan) prints).
+  returned: always
+  type: list
+  elements: str
+gateway:
+  description: The gateway's routes, profiles, checks and LiteLLM model list (docs/gateway.md); null without O(gateway).
+  returned: always
+  type: dict
+  sample: {routes: [{model: Qwen/Qwen3.6-27B, backends: [{host: gpu01, engine: vllm}]}], profiles: [], checks: []}
+gateway_table:
+  description: The gateway's routes, profiles and checks as text lines (also at the end of RV(table)).
   returned: always
   type: list
   elements: str

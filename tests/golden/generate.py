@@ -25,12 +25,42 @@ sys.path.insert(0, str(ROOT / "build" / "collections"))
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology  # noqa: E402
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member  # noqa: E402
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet  # noqa: E402
+from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import (  # noqa: E402
+    ENDPOINT_VARIABLES,
+    plan_fleet_gateway,
+    render_gateway_table,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_table  # noqa: E402
 
 INVENTORY = ROOT / "inventories" / "example"
 GOLDEN = ROOT / "tests" / "golden" / "plans"
+GATEWAY_GOLDEN = ROOT / "tests" / "golden" / "gateway.json"
 DOCS = (ROOT / "README.md", ROOT / "docs" / "plan.md")
 BEGIN, END = "<!-- BEGIN generated: plan-table -->", "<!-- END generated: plan-table -->"
+
+
+def _groups() -> Dict[str, Any]:
+    return yaml.safe_load((INVENTORY / "hosts.yml").read_text(encoding="utf-8"))["all"]["children"]
+
+
+def host_variables(host: str) -> Dict[str, Any]:
+    """A host's variables: its groups' group_vars, then its host_vars (as Ansible merges them here)."""
+    variables: Dict[str, Any] = {}
+    for group, content in _groups().items():
+        group_file = INVENTORY / "group_vars" / f"{group}.yml"
+        if host in content["hosts"] and group_file.exists():
+            variables.update(yaml.safe_load(group_file.read_text(encoding="utf-8")) or {})
+    variables.update(yaml.safe_load((INVENTORY / "host_vars" / f"{host}.yml").read_text(encoding="utf-8")))
+    return variables
+
+
+def gateway_plan(plans: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The gateway of the example inventory (the first host of group gateway), as plan.yml computes it."""
+    (gateway, *_rest) = _groups()["gateway"]["hosts"]
+    engines = {host: host_variables(host) for host in plans}
+    endpoints = {host: {k: v[k] for k in ENDPOINT_VARIABLES if k in v} for host, v in engines.items()}
+    keyed = [host for host, v in engines.items() if "vllm_api_key" in v]
+    return plan_fleet_gateway(plans, endpoints, gateway, host_variables(gateway), keyed)
 
 
 def inventory_members() -> List[Member]:
@@ -38,6 +68,8 @@ def inventory_members() -> List[Member]:
     hosts = yaml.safe_load((INVENTORY / "hosts.yml").read_text(encoding="utf-8"))
     members = []
     for group, content in hosts["all"]["children"].items():
+        if group == "gateway":  # the gateway runs on an engine host listed in its engine's group
+            continue
         group_file = INVENTORY / "group_vars" / f"{group}.yml"
         group_vars = yaml.safe_load(group_file.read_text(encoding="utf-8")) if group_file.exists() else {}
         for host in content["hosts"]:
@@ -62,7 +94,8 @@ def golden_plans() -> Dict[str, Dict[str, Any]]:
 
 
 def table_block(plans: Dict[str, Dict[str, Any]]) -> str:
-    return "\n".join([BEGIN, "```text", *render_table(list(plans.values())), "```", END])
+    table = [*render_table(list(plans.values())), "", *render_gateway_table(gateway_plan(plans))]
+    return "\n".join([BEGIN, "```text", *table, "```", END])
 
 
 def with_table(text: str, block: str) -> str:
@@ -82,6 +115,7 @@ def main() -> int:
     block = table_block(plans)
     stale = []
     wanted = {GOLDEN / f"{host}.json": dumps(plan) for host, plan in plans.items()}
+    wanted[GATEWAY_GOLDEN] = dumps(gateway_plan(plans))
     wanted.update({doc: with_table(doc.read_text(encoding="utf-8"), block) for doc in DOCS})
     for path, content in wanted.items():
         if not path.exists() or path.read_text(encoding="utf-8") != content:

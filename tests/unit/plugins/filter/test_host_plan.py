@@ -97,8 +97,19 @@ def test_plan_playbook_writes_a_report_per_example_host(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     hosts = sorted(path.stem for path in (ROOT / "inventories" / "example" / "host_vars").glob("*.yml"))
-    assert sorted(path.stem for path in (tmp_path / "plans").glob("*.json")) == hosts
+    assert sorted(path.stem for path in (tmp_path / "plans").glob("*.json")) == sorted([*hosts, "gateway"])
     assert sorted(path.stem for path in (tmp_path / "plans").glob("*.md")) == hosts
+    # The gateway (group gateway: desktop-5090) routes to every engine and prints its profiles.
+    gateway = json.loads((tmp_path / "plans" / "gateway.json").read_text())
+    assert gateway["host"] == "desktop-5090"
+    assert [p["name"] for p in gateway["profiles"]] == [
+        "qwen3.5-thinking",
+        "qwen3.5-coding",
+        "qwen3.5-instruct",
+        "qwen3.5-creative",
+    ]
+    assert "qwen3.5-coding -> ig1/Qwen3.5-35B-A3B-NVFP4 [qwen3.5-thinking-coding]" in result.stdout
+    assert "ig1/Qwen3.5-35B-A3B-NVFP4 -> vllm 0.33.0 http://127.0.0.1:8000/v1" in result.stdout
     for host in hosts:
         plan = json.loads((tmp_path / "plans" / f"{host}.json").read_text())
         assert plan["host"] == host

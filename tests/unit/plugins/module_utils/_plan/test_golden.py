@@ -29,6 +29,14 @@ def test_plan_equals_its_golden_file(host):
     assert got == expected, _diff(expected, got, path.name)
 
 
+def test_gateway_equals_its_golden_file():
+    path = golden.GATEWAY_GOLDEN
+    expected, got = path.read_text(encoding="utf-8"), golden.dumps(golden.gateway_plan(PLANS))
+    assert got == expected, _diff(expected, got, path.name)
+    # The example's desktop serves its model to the gateway on the same host through loopback.
+    assert json.loads(expected)["checks"] == []
+
+
 def test_no_golden_file_without_a_host():
     assert {p.stem for p in golden.GOLDEN.glob("*.json")} == set(PLANS)
 
