@@ -6,12 +6,12 @@ Standard library only (it runs with the instance's python3, no torch or transfor
 random (seeded, so the files and their checksums are the same on every run) and bfloat16, written in
 the safetensors format by hand (8-byte header length, JSON header, little-endian data). The tokenizer is
 a byte-level BPE (tokenizers' JSON format) whose vocabulary is the 256 bytes plus the Qwen chat and
-tool-call markers; its chat template renders tools and tool calls the way Qwen2.5's does (the
+tool-call and reasoning markers; its chat template renders tools and tool calls the way Qwen2.5's does (the
 <tool_call> markers vLLM's hermes tool parser looks for). The text it generates is noise, which is all
 the tests need: the whole chain (mirror, model_download, plan, vllm role, systemd, vLLM) serves it.
 
 Size: hidden 256, 4 attention heads of 64 (vLLM's CPU attention rejects head_dim 16), 2 key/value
-heads, 2 layers, intermediate 512, vocabulary 512, tied embeddings: 1,446,656 parameters, 2.9 MB.
+heads, 2 layers, intermediate 512, vocabulary 512, tied embeddings: 1,313,024 parameters, 2.6 MB.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ SEED = 13
 
 # Special tokens after the 256 byte tokens, in id order.
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# Added tokens that are text for the tool parser (hermes splits on them), not control tokens.
-MARKERS = ["<tool_call>", "</tool_call>"]
+# Added tokens that are text for the parsers, not control tokens: hermes splits tool calls on
+# <tool_call>; the reasoning parser the plan chooses for the Qwen2 family (deepseek_r1, for QwQ and the
+# R1 distills) refuses to start without <think> and </think> in the vocabulary.
+MARKERS = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
 
 CHAT_TEMPLATE = """\
 {%- if tools %}
