@@ -123,6 +123,10 @@ plan: venv ## plan the example inventory (no root, GPU or network): reports in p
 accuracy: venv ## regenerate docs/accuracy.md: predicted vs logged vLLM startup figures
 	PYTHONPATH=$(COLLECTIONS) python tests/accuracy/generate.py
 
+.PHONY: performance-accuracy
+performance-accuracy: venv ## regenerate docs/performance-accuracy.md: predicted vs published speed
+	PYTHONPATH=$(COLLECTIONS) python tests/accuracy/performance.py
+
 .PHONY: golden
 golden: venv ## rewrite tests/golden/plans and the plan tables of README.md and docs/plan.md from the example inventory
 	python tests/golden/generate.py

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import typing as t
 from collections.abc import Mapping
 
@@ -25,6 +26,8 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import pl
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
+_PREFIX_RE = re.compile(r"(?:inferops|vllm|ollama)_.*")
+
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "dest": {"type": "path", "required": True},
@@ -35,7 +38,10 @@ ARGUMENT_SPEC = {
 
 def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
     """The host as the planner sees it, reading only the planning variables and facts."""
-    names = [name for name in input_names() if name in host_vars]
+    # Names only (iterating hostvars templates nothing): every vllm_/ollama_/inferops_ name for the
+    # unknown-variable check, and the values of the planning inputs alone (secrets are never templated).
+    defined = [str(name) for name in host_vars if _PREFIX_RE.fullmatch(str(name))]
+    names = [name for name in input_names() if name in defined]
     variables = {name: _plain(host_vars[name]) for name in names}
     facts = _plain(host_vars["ansible_facts"]) if "ansible_facts" in host_vars else {}
     if "inferops_gpus" in host_vars:
@@ -63,7 +69,8 @@ def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
         if address:
             gathered.update(address=address, interface=str(interface))
     measured = (facts.get("ansible_local") or {}).get("inferops_vllm")
-    return Member(host=host, variables=variables, hardware=hardware, facts=gathered), measured
+    member = Member(host=host, variables=variables, hardware=hardware, facts=gathered, defined=defined)
+    return member, measured
 
 
 class ActionModule(ActionBase):

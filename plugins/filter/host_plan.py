@@ -1,11 +1,11 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.host_plan and inferops.llm.plan_input_errors filters (documented in their .yml files)."""
+"""The inferops.llm.host_plan, plan_input_errors and plan_input_names filters (documented in their .yml files)."""
 
 from __future__ import annotations
 
 import typing as t
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
@@ -30,11 +30,20 @@ def _optional_mapping(value: t.Any, name: str) -> dict[str, t.Any] | None:
     return dict(value)
 
 
+def _defined(defined: t.Any) -> list[str] | None:
+    if defined is None:
+        return None
+    if isinstance(defined, (str, bytes)) or not isinstance(defined, Sequence):
+        raise AnsibleFilterError(f"defined must be a list of variable names, not a {type(defined).__name__}")
+    return [str(name) for name in defined]
+
+
 def host_plan(
     variables: t.Any,
     hardware: t.Any = None,
     measured: t.Any = None,
     host: t.Any = None,
+    defined: t.Any = None,
 ) -> dict[str, t.Any]:
     """The plan of one host (see docs/plan.md for its keys)."""
     plain = _variables(variables, "host_plan")
@@ -45,6 +54,7 @@ def host_plan(
             hardware_map,
             measured=_optional_mapping(measured, "measured"),
             host=None if host is None else str(host),
+            defined=_defined(defined),
         )
     except PlanInputError as error:
         raise AnsibleFilterError("; ".join(error.errors)) from error
@@ -52,11 +62,17 @@ def host_plan(
         raise AnsibleFilterError(str(error)) from error
 
 
-def plan_input_errors(variables: t.Any) -> list[str]:
+def plan_input_errors(variables: t.Any, defined: t.Any = None) -> list[str]:
     """Every problem with a host's plan inputs (empty when they are valid)."""
-    return input_errors(_variables(variables, "plan_input_errors"))
+    return input_errors(_variables(variables, "plan_input_errors"), _defined(defined))
+
+
+def plan_input_names(defined: t.Any) -> list[str]:
+    """The planning inputs among the names a host defines: the only variables the plan templates."""
+    names = set(_defined(defined) or [])
+    return [name for name in input_names() if name in names]
 
 
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {"host_plan": host_plan, "plan_input_errors": plan_input_errors}
+        return {"host_plan": host_plan, "plan_input_errors": plan_input_errors, "plan_input_names": plan_input_names}

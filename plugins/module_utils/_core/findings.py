@@ -32,6 +32,7 @@ FINDING_IDS: Dict[str, str] = {
     "mamba-block-size": "the hybrid block size against max_num_batched_tokens",
     "max-num-seqs": "more sequences than the KV cache or the recurrent state holds",
     "memory-fit": "weights, overhead and KV cache against the GPU's memory",
+    "memory-overhead-uncertain": "a non-KV overhead term the plan cannot pin down, with the KV range it spans",
     "model-revision": "a branch or tag instead of a commit",
     "ollama-arch-unsupported": "an architecture the pinned Ollama cannot load",
     "ollama-context-clamped": "an Ollama context longer than the GGUF's",
@@ -42,6 +43,7 @@ FINDING_IDS: Dict[str, str] = {
     "ollama-partial-offload": "layers left on the CPU",
     "ollama-version-unverified": "an Ollama newer than the source the budget was traced to",
     "ollama-vram-exceeded": "a GPU overflows with the pinned num_gpu",
+    "prefill-unprofiled": "prefill memory that vLLM's startup profile does not measure",
     "prefix-caching-hybrid": "prefix caching on a hybrid model in a release that cannot",
     "quantization-capability": "a quantization the GPU's compute capability cannot run",
     "reasoning-parser": "a reasoning parser the release or model family lacks",
@@ -49,6 +51,7 @@ FINDING_IDS: Dict[str, str] = {
     "tensor-parallel-divisibility": "a parallel layout the model's dimensions do not split into",
     "tool-call-parser": "a tool-call parser the release or model family lacks",
     "topology-assumed": "several GPUs planned without their topology",
+    "unknown-variable": "a vllm_/ollama_/inferops_ variable the collection does not define (warn mode)",
 }
 
 

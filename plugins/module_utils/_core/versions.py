@@ -48,5 +48,34 @@ def release_tuple(
 
 
 def version_tuple(version: str) -> Tuple[int, ...]:
-    """A plain dotted release (``0.33.0``) as a tuple, for comparisons of versions already validated."""
-    return release_tuple(version, parts=range(1, 5))
+    """A dotted release (``0.33.0``, ``0.33.0+cu130``) as a tuple, for comparisons of versions already validated."""
+    return release_tuple(version, parts=range(1, 5), suffix="+")
+
+
+# The pins the plan and the engine roles accept (one grammar; the roles call engine_version_error through the
+# inferops.llm.engine_version_error filter). vLLM: X.Y.Z or X.Y.Z.W, optionally with a PEP 440 local label
+# (``0.33.0+cu130``: the build of that release for CUDA 13.0 from vLLM's own wheel index; the plan budgets it
+# as 0.33.0). Pre-releases, nightlies, ranges and a leading ``v`` are refused: they cannot be budgeted and
+# pip would not install them as written. Ollama: X.Y.Z, the numbers of a GitHub release tag without its ``v``.
+ENGINE_VERSION_PATTERNS = {
+    "vllm": r"[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:\+[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)?",
+    "ollama": r"[0-9]+\.[0-9]+\.[0-9]+",
+}
+ENGINE_VERSION_EXAMPLES = {"vllm": "0.33.0 (or 0.33.0+cu130)", "ollama": "0.30.0"}
+
+
+def engine_version_error(engine: str, text: object, variable: str = "") -> str:
+    """Why ``text`` is not an exact pin of ``engine`` ("" when it is); the message names the variable."""
+    variable = variable or f"{engine}_version"
+    if isinstance(text, str) and re.fullmatch(ENGINE_VERSION_PATTERNS[engine], text):
+        return ""
+    shown = (
+        repr(text)
+        if text is None or (isinstance(text, (str, int, float)) and len(str(text)) <= 40)
+        else "another value"
+    )
+    if isinstance(text, str) and re.search(r"[\r\n\x00]", text):
+        shown = "a value with a line break or NUL byte (write it on one line)"
+    elif isinstance(text, str) and not re.fullmatch(r"[A-Za-z0-9.+~_-]*", text):
+        shown = "a value with other characters (not shown)"
+    return f"{variable} must be an exact {engine} release such as {ENGINE_VERSION_EXAMPLES[engine]}, got {shown}"

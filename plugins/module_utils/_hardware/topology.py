@@ -47,11 +47,11 @@ _GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 
 # ESC[4m ... ESC[0m around the header on some drivers; pastes often lose the ESC byte.
 _ANSI_RE = re.compile(r"\x1b?\[[0-9;]*m")
-_GPU_LABEL_RE = re.compile(r"^GPU(\d+)$")
-_NVLINK_RE = re.compile(r"^NV(\d+)$")
+_GPU_LABEL_RE = re.compile(r"GPU(\d+)")
+_NVLINK_RE = re.compile(r"NV(\d+)")
 _NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _BUS_ID_RE = re.compile(
-    r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<device>[0-9a-fA-F]{1,2})\.(?P<function>[0-7])$"
+    r"(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<device>[0-9a-fA-F]{1,2})\.(?P<function>[0-7])"
 )
 _LEADING_NUMBER_RE = re.compile(r"^\s*(\d+)")
 _CUDA_VERSION_RE = re.compile(r"^\s*CUDA (?:UMD )?Version\s*:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -196,7 +196,7 @@ def _one_p2p_grid(grids: list[list[list[str]]], gpu_count: int) -> list[list[str
 
 def _parse_matrix(names: list[str], rows: list[str], cell_of: t.Callable[[str], str]) -> dict[str, t.Any]:
     gpu_count = 0
-    while gpu_count < len(names) and _GPU_LABEL_RE.match(names[gpu_count]):
+    while gpu_count < len(names) and _GPU_LABEL_RE.fullmatch(names[gpu_count]):
         if names[gpu_count] != f"GPU{gpu_count}":
             raise ValueError(f"matrix header names {names[gpu_count]} where GPU{gpu_count} belongs")
         gpu_count += 1
@@ -211,7 +211,7 @@ def _parse_matrix(names: list[str], rows: list[str], cell_of: t.Callable[[str], 
     gpu_rows: dict[str, _Line] = {}
     for row_text in rows:
         row = _Line(row_text)
-        if row.fields and _GPU_LABEL_RE.match(row.fields[0]):
+        if row.fields and _GPU_LABEL_RE.fullmatch(row.fields[0]):
             gpu_rows[row.fields[0]] = row
 
     result = empty_topology()
@@ -236,7 +236,7 @@ def _parse_matrix(names: list[str], rows: list[str], cell_of: t.Callable[[str], 
         result["gpu_numa_id"].append(info.get("GPU NUMA ID"))
     for first in range(gpu_count):
         for second in range(first + 1, gpu_count):
-            match = _NVLINK_RE.match(result["matrix"][first][second])
+            match = _NVLINK_RE.fullmatch(result["matrix"][first][second])
             if match:
                 result["nvlink"].append({"gpus": [first, second], "links": int(match.group(1))})
     return result
@@ -244,7 +244,7 @@ def _parse_matrix(names: list[str], rows: list[str], cell_of: t.Callable[[str], 
 
 def _link_cell(cell: str) -> str:
     cell = LEGACY_CELLS.get(cell, cell)
-    if cell in LINK_CELLS or _NVLINK_RE.match(cell):
+    if cell in LINK_CELLS or _NVLINK_RE.fullmatch(cell):
         return cell
     raise _OtherMatrix(cell)
 
@@ -326,7 +326,7 @@ def _leading_int(value: str | None) -> int | None:
 
 def normalize_pci_bus_id(bus_id: str) -> str:
     """`00000000:01:00.0` (nvidia-smi) -> `0000:01:00.0` (sysfs, lspci); lower case."""
-    match = _BUS_ID_RE.match(bus_id.strip())
+    match = _BUS_ID_RE.fullmatch(bus_id.strip())
     if not match:
         raise ValueError(f"'{bus_id}' is not a PCI bus id (domain:bus:device.function)")
     domain = int(match.group("domain") or "0", 16)
@@ -433,7 +433,7 @@ def read_pci_gpus(sysfs_root: str = "/sys") -> list[dict[str, t.Any]]:
         gen_max = pcie_gen(_read(os.path.join(path, "max_link_speed")))
         width_max = _link_width(os.path.join(path, "max_link_width"))
         parent = os.path.dirname(os.path.realpath(path))
-        if _BUS_ID_RE.match(os.path.basename(parent)):
+        if _BUS_ID_RE.fullmatch(os.path.basename(parent)):
             gen_max = _smallest(gen_max, pcie_gen(_read(os.path.join(parent, "max_link_speed"))))
             width_max = _smallest(width_max, _link_width(os.path.join(parent, "max_link_width")))
         gpus.append(

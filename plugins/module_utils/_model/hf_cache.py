@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 MANIFEST_FORMAT = 1
-COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+SHA256_RE = re.compile(r"[0-9a-f]{64}")
+REPO_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 # Files that go to Git LFS in a default Hugging Face repository (.gitattributes of a new repo),
 # used to name blobs when a manifest is built from a plain directory instead of a cache snapshot.
 DEFAULT_LFS_PATTERNS = (
@@ -62,11 +62,11 @@ class DiskSpaceError(Exception):
 
 
 def is_commit(revision: str) -> bool:
-    return bool(COMMIT_RE.match(revision))
+    return bool(COMMIT_RE.fullmatch(revision))
 
 
 def validate_repo_id(repo: str) -> None:
-    if not REPO_ID_RE.match(repo) or ".." in repo or repo.endswith(".git"):
+    if not REPO_ID_RE.fullmatch(repo) or ".." in repo or repo.endswith(".git"):
         raise ManifestError(f"repo '{repo}' is not a Hugging Face model id of the form 'org/name'")
 
 
@@ -93,7 +93,7 @@ class RepoFile:
 
     @property
     def lfs(self) -> bool:
-        return bool(SHA256_RE.match(self.blob))
+        return bool(SHA256_RE.fullmatch(self.blob))
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "size": self.size, "sha256": self.sha256, "blob": self.blob}
@@ -161,11 +161,11 @@ def parse_manifest(data: Mapping[str, Any], source: str = "manifest") -> Manifes
         seen.add(path)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ManifestError(f"{where} ('{path}'): 'size' must be a non-negative integer")
-        if not isinstance(blob, str) or not (COMMIT_RE.match(blob) or SHA256_RE.match(blob)):
+        if not isinstance(blob, str) or not (COMMIT_RE.fullmatch(blob) or SHA256_RE.fullmatch(blob)):
             raise ManifestError(f"{where} ('{path}'): 'blob' must be a 40-hex git sha1 or a 64-hex sha256")
-        if sha256 is not None and (not isinstance(sha256, str) or not SHA256_RE.match(sha256)):
+        if sha256 is not None and (not isinstance(sha256, str) or not SHA256_RE.fullmatch(sha256)):
             raise ManifestError(f"{where} ('{path}'): 'sha256' must be 64 lowercase hex characters")
-        if SHA256_RE.match(blob):
+        if SHA256_RE.fullmatch(blob):
             if sha256 is None:
                 sha256 = blob
             elif sha256 != blob:

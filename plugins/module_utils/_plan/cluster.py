@@ -50,6 +50,9 @@ class Member:
     variables: Mapping[str, Any]
     hardware: Mapping[str, Any]
     facts: Mapping[str, Any] = field(default_factory=dict)
+    # Every vllm_/ollama_/inferops_ name the host defines (names only), for the unknown-variable check;
+    # None: the keys of ``variables``.
+    defined: Optional[Sequence[str]] = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str,
 def revision_check(model: Mapping[str, Any]) -> Optional[Dict[str, str]]:
     """A warning when the revision is a branch or tag: the download is then not reproducible."""
     revision = str(model.get("revision", ""))
-    if _COMMIT_RE.match(revision):
+    if _COMMIT_RE.fullmatch(revision):
         return None
     return {
         "id": "model-revision",
@@ -78,7 +78,21 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                     ]
                 )
             raise PlanInputError([f"inferops_gpus[{position}] needs index, name and memory_mib (as gpu_facts returns)"])
+        memory = _number(gpu.get("memory_mib"), "int")
+        if memory is None or not 1 <= memory <= 4 * 1024 * 1024:
+            raise PlanInputError(
+                [
+                    f"inferops_gpus[{position}].memory_mib is out of range: it must be the GPU's memory in MiB "
+                    "(1 to 4 TiB), such as 24576 for a 24 GB card"
+                ]
+            )
+        index = _number(gpu.get("index", position), "int")
+        if index is None or not 0 <= index < 1024:
+            raise PlanInputError([f"inferops_gpus[{position}].index must be the nvidia-smi index such as {position}"])
         gpu.setdefault("index", position)
+    indices = [int(_number(gpu["index"], "int")) for gpu in gpu_list]
+    if len(set(indices)) != len(indices):
+        raise PlanInputError([f"inferops_gpus lists the same index twice ({indices}): give each GPU its own index"])
     topology = hardware.get("topology")
     topology = _plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
     notes: List[Dict[str, str]] = []

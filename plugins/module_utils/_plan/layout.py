@@ -4,9 +4,11 @@
 
 Pure functions over plain data: the GPU list and ``nvidia-smi topo -m`` matrix as parsed by
 ``gpu_topology`` and the model's parallelism-relevant dimensions. ``layout_search`` enumerates every
-valid layout and ranks it (``rank_smallest_first``, one replaceable function); it never calls back into
-the memory code: the planner loop (``_plan/vllm_plan.py``) budgets the ranked candidates in order and builds
-the result with ``auto_result`` / ``explicit_result`` / ``finish_layout``.
+valid TP x PP placement; it never calls back into the memory code: the planner loop
+(``_plan/vllm_plan.py``) budgets every candidate, adds data-parallel replicas (``replica_groups``) and
+ranks the options by predicted speed (``_plan/speed.py``), then builds the result with ``auto_result`` /
+``explicit_result`` / ``finish_layout``. ``rank_smallest_first`` orders the candidates and is the choice
+of the ``parallel_layout`` filter, which is given a memory need but has no speed model.
 
 Why one file of about 800 lines: the model's divisibility rules, the topology's link classes and the
 placement of TP groups are used together by every candidate; the parallel_layout filter and the planner
@@ -395,6 +397,38 @@ def _needs(topo: Topology, cand: Candidate) -> Tuple[Dict[str, str], List[str], 
     return env, flags, why
 
 
+def custom_allreduce(topo: Topology, cand: Candidate) -> bool:
+    """Whether vLLM runs its custom all-reduce kernel for this placement (custom_all_reduce.py): world 2, 4, 6
+    or 8, and full NVLink or (two GPUs only) working PCIe peer-to-peer; ``_needs`` turns it off otherwise."""
+    if cand.tp not in CUSTOM_AR_WORLD_SIZES:
+        return False
+    _env, flags, _why = _needs(topo, cand)
+    if "--disable-custom-all-reduce" in flags:
+        return False
+    if all(topo.nvlinked(g) for g in cand.groups):
+        return True
+    return cand.tp == 2 and not any(topo.gpus[i].consumer for g in cand.groups for i in g)
+
+
+def replica_groups(topo: Topology, available: Sequence[int], cand: Candidate, dp: int) -> Optional[List[List[int]]]:
+    """TP groups of ``dp - 1`` more replicas of ``cand`` on the GPUs it leaves free (None when they do not fit)."""
+    used = {i for g in cand.groups for i in g}
+    groups: List[List[int]] = []
+    for _replica in range(dp - 1):
+        free = [i for i in available if i not in used]
+        placed = _place_groups(topo, free, cand.tp, len(cand.groups))
+        if placed is None:
+            return None
+        groups += placed
+        used |= {i for g in placed for i in g}
+    return groups
+
+
+def describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
+    """``GPU0+1 over NVLink, GPU2+3 over PHB``: the worst link inside each TP group."""
+    return _describe_links(topo, groups)
+
+
 def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
     names = {v: k for k, v in LINK_RANK.items()}
     parts = []
@@ -409,11 +443,11 @@ def _describe_links(topo: Topology, groups: Sequence[Sequence[int]]) -> str:
 
 @dataclass
 class LayoutSearch:
-    """Every valid layout of one host for a model, ranked; the planner loop tries them in this order.
+    """Every valid layout of one host for a model (the planner budgets and predicts each).
 
-    candidates: ranked (the planner takes the first whose memory budget fits). largest: the best layout of
-    the largest world, shown when none fits. sizes_given: the inventory pins a parallel size (or names GPUs
-    the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
+    candidates: ordered by ``ranking`` (the parallel_layout filter takes the first that fits). largest: the
+    best layout of the largest world, shown when none fits. sizes_given: the inventory pins a parallel size
+    (or names GPUs the host lacks): the explicit layout is then built from those sizes (``explicit_result``).
     """
 
     dims: ParallelDims
@@ -688,7 +722,9 @@ def constrained_candidates(search: LayoutSearch) -> List[Candidate]:
     ]
 
 
-def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None) -> Dict[str, Any]:
+def explicit_result(
+    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
+) -> Dict[str, Any]:
     """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
     candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
 
@@ -705,7 +741,7 @@ def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[C
     fill = fill or auto_cand
     tp = int(requested.get("tensor_parallel_size") or fill.tp)
     pp = int(requested.get("pipeline_parallel_size") or fill.pp)
-    dp = int(requested.get("data_parallel_size") or 1)
+    dp = int(requested.get("data_parallel_size") or fill_dp)
     ep_requested = requested.get("enable_expert_parallel")
     ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
     source = {
@@ -777,13 +813,26 @@ def explicit_result(search: LayoutSearch, auto_cand: Candidate, fill: Optional[C
                 replica_groups = _place_groups(topo, free, tp, pp_local * (dp - 1)) or [
                     free[k : k + tp] for k in range(0, len(free), tp)
                 ]
+        elif dp > 1 and tp * pp_local <= len(available):
+            # One replica fits: the data-parallel size asks for more replicas than the host has GPUs for.
+            problems.append(
+                {
+                    "variable": "vllm_data_parallel_size",
+                    "message": f"TP {tp} x PP {pp_local} x DP {dp} = {needed} GPUs per node, this host has "
+                    f"{len(available)} GPU(s)",
+                    "suggested": max(1, len(available) // (tp * pp_local)),
+                }
+            )
+            groups = [available[k : k + tp] for k in range(0, tp * pp_local, tp)]
         else:
             problems.append(
                 {
-                    "variable": "vllm_tensor_parallel_size",
+                    "variable": "vllm_tensor_parallel_size"
+                    if tp > len(available) or pp_local == 1
+                    else "vllm_pipeline_parallel_size",
                     "message": f"TP {tp} x PP {pp_local} x DP {dp} = {needed} GPUs per node, this host has "
-                    f"{len(available)}",
-                    "suggested": auto_cand.tp,
+                    f"{len(available)} GPU(s)",
+                    "suggested": auto_cand.tp if tp > len(available) or pp_local == 1 else auto_cand.pp,
                 }
             )
             groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]

@@ -20,6 +20,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.setti
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     Hardware,
     driver_facts,
@@ -37,6 +38,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     ollama_layout,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import ollama_performance, performance_section
 
 
 def ollama_model_budget(
@@ -62,7 +64,7 @@ def ollama_model_budget(
                 f"use indices among {known}"
             ]
         )
-    architecture, _entry, _arch_source = describe_model(model, load_config(model))
+    architecture, entry, _arch_source = describe_model(model, load_config(model))
     weights_bytes = model.get("weights_bytes")
     if not weights_bytes:
         raise PlanInputError(
@@ -98,6 +100,7 @@ def ollama_model_budget(
     budget = ollama_budget(version, shape, budget_gpus, weights_bytes=int(weights_bytes), settings=resolution.values)
     budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
     budget["checks"] = resolution.checks + budget["checks"]
+    budget["params"] = dict(entry.params) if entry is not None and load_config(model) is None else None
     return architecture, budget, layout
 
 
@@ -138,6 +141,21 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
         layout["env"] = dict(layout["env"], CUDA_VISIBLE_DEVICES=",".join(str(i) for i in used_gpus))
         layout["reason"] = f"the model fits GPU {','.join(str(i) for i in used_gpus)}; Ollama uses the fewest GPUs"
     quantization = inputs.model.get("quantization") or _gguf_type(inputs.model.get("file"))
+    performance = performance_section(
+        ollama_performance(
+            architecture,
+            estimate_weights(architecture, params=budget["params"], weights_bytes=int(inputs.model["weights_bytes"])),
+            budget["params"],
+            budget["per_gpu"],
+            {i: str(g.get("name") or "") for i, g in by_index.items()},
+            inputs.workload,
+            int(budget["settings"].get("num_parallel") or 1),
+            int(budget["settings"].get("context_length") or 4096),
+            int(budget["settings"].get("num_batch") or 512),
+        ),
+        [],
+        [str(by_index[i].get("name") or "") for i in used_gpus],
+    )
     return {
         "engine": "ollama",
         "engine_version": inputs.engine_version,
@@ -156,6 +174,7 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
             "vram_used_gib": memory["vram_used_gib"],
             "per_gpu": per_gpu,
         },
+        "performance": performance,
         "settings": settings,
         "checks": list(gear.notes)
         + plan_findings(budget["checks"])

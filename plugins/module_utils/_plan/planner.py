@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
@@ -35,22 +35,25 @@ def build_plan(
     host: Optional[str] = None,
     cluster: Optional[ClusterContext] = None,
     cluster_findings: Sequence[Mapping[str, str]] = (),
+    defined: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """The plan dict of one host (keys documented in docs/plan.md).
 
     variables: the host's variables (see input_names()); hardware: ``{"gpus": [...], "topology": {...},
     "driver": {...}}`` as gpu_facts returns them or as declared in inventory (topology parsed);
     measured: the vLLM role's local fact from a previous start (ansible_local.inferops_vllm), if any.
+    defined: every vllm_/ollama_/inferops_ name the host defines (names only), for unknown names.
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
     """
-    inputs = validate_inputs(variables)
+    inputs = validate_inputs(variables, defined)
     if inputs.engine == "vllm" and inputs.device == "cpu":
         plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured)
     else:
         gear = normalize_hardware(hardware)
         engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
-    plan["checks"] = [dict(f) for f in cluster_findings] + plan["checks"]
+    unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
+    plan["checks"] = unknown + [dict(f) for f in cluster_findings] + plan["checks"]
     revision = revision_check(inputs.model)
     if revision:
         plan["checks"].insert(0, revision)
@@ -71,6 +74,7 @@ def build_plan(
         "model",
         "layout",
         "memory",
+        "performance",  # predicted speed and the alternatives (_plan/speed.py)
         "settings",
         "checks",
         "command",

@@ -21,6 +21,7 @@ TABLE_COLUMNS = (
     "KV/GPU",
     "KV tokens",
     "concurrency",
+    "decode tok/s",
     "checks",
 )
 
@@ -79,7 +80,9 @@ def table_row(plan: Mapping[str, Any]) -> List[str]:
     """The table cells of one plan (a plan without ``engine`` is a host whose planning failed)."""
     host = str(plan.get("host", "?"))
     if not plan.get("engine"):
-        return [host, "-", "no plan: " + str(plan.get("error") or "its inputs are invalid"), "", "", "", "", "", "", ""]
+        return [host, "-", "no plan: " + str(plan.get("error") or "its inputs are invalid")] + [""] * (
+            len(TABLE_COLUMNS) - 3
+        )
     model = plan.get("model") or {}
     layout = plan.get("layout") or {}
     memory = plan.get("memory") or {}
@@ -98,8 +101,20 @@ def table_row(plan: Mapping[str, Any]) -> List[str]:
         _gib(kv),
         _num(memory.get("kv_cache_tokens")),
         _concurrency(plan),
+        _decode(plan),
         f"{counts['error']} error, {counts['warning']} warning",
     ]
+
+
+def _decode(plan: Mapping[str, Any]) -> str:
+    """Predicted single-stream decode, and the aggregate at the concurrency the KV cache holds."""
+    performance = plan.get("performance") or {}
+    single = performance.get("single_stream_decode_tokens_per_s")
+    if single is None:
+        return "-"
+    return (
+        f"{single:.0f} (x{performance.get('concurrency')}: {performance.get('aggregate_decode_tokens_per_s', 0):.0f})"
+    )
 
 
 def render_table(plans: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -147,6 +162,18 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
         ],
     )
     lines += ["", "## Layout", "", f"{_layout_text(layout)} on GPUs {layout.get('gpus')}: {layout.get('reason')}", ""]
+    performance: Mapping[str, Any] = plan.get("performance") or {}
+    if performance:
+        lines += ["## Performance (predicted)", ""]
+        lines += _markdown_table(
+            ("figure", "value"), [(k, v) for k, v in performance.items() if k not in ("alternatives", "basis")]
+        )
+        alternatives: Sequence[Mapping[str, Any]] = performance.get("alternatives") or []
+        if alternatives:
+            keys = list(alternatives[0])
+            lines += ["", "Alternatives:", ""]
+            lines += _markdown_table(keys, [[entry.get(key) for key in keys] for entry in alternatives])
+        lines += ["", f"Basis: {performance.get('basis')}.", ""]
     lines += ["## Memory", ""]
     summary = [(key, memory.get(key)) for key in memory if key != "per_gpu"]
     lines += _markdown_table(("figure", "value"), summary)

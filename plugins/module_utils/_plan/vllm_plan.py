@@ -46,13 +46,23 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     HostInputs,
+    PlanInputError,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     auto_result,
-    constrained_candidates,
     explicit_result,
     finish_layout,
     layout_search,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
+    alternatives,
+    figures_for,
+    layout_options,
+    performance_section,
+    predictor_for,
+    rank_options,
+    speed_reason,
+    traffic_for,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
 
@@ -93,6 +103,23 @@ def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> 
         include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
         include_vision=not requested.get("language_model_only"),
     )
+
+
+def _params(inputs: HostInputs, entry: Any) -> Optional[Dict[str, int]]:
+    """The catalogue's parameter counts when the plan reads no config.json (as ``model_weights``)."""
+    return dict(entry.params) if entry is not None and load_config(inputs.model) is None else None
+
+
+def _scheme(inputs: HostInputs, architecture: ModelArchitecture) -> Optional[str]:
+    """The quantization scheme the weights are stored in (the inventory's override, else the checkpoint's)."""
+    if "quantization" in inputs.model:
+        quant = quantization_from_name(inputs.model["quantization"])
+        return quant.scheme if quant is not None else None
+    return architecture.quantization.scheme if architecture.quantization is not None else None
+
+
+def _gguf(inputs: HostInputs) -> bool:
+    return str(inputs.model.get("file", "")).endswith(".gguf")
 
 
 def _measured_overhead(
@@ -253,31 +280,67 @@ def vllm_plan(
             "gpus": inputs.gpus,
         },
     )
-    fitting = None
-    for candidate in search.candidates:
-        found = evaluation(candidate.tp, candidate.pp)
-        if found is not None and found.fits:
-            fitting = candidate
-            break
-    result = auto_result(search, fitting)
+    # The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
+    # budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins.
+    workload = inputs.workload
+    traffic = traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs))
+    ranked = rank_options(
+        layout_options(search, search.candidates, evaluation, traffic, workload),
+        workload.objective,
+        len(search.available),
+    )
+    best = ranked[0] if ranked else None
+    result = auto_result(search, best.candidate if best is not None else None)
+    if best is not None:
+        result.update(
+            data_parallel_size=best.dp,
+            replica_groups=best.replicas,
+            reason=speed_reason(search, best, workload.objective),
+        )
+    automatic = result["candidate"]
     if search.sizes_given:
-        # Pinned sizes are constraints: the unset ones come from the first candidate that keeps them and fits.
-        fill = None
-        for candidate in constrained_candidates(search):
-            found = evaluation(candidate.tp, candidate.pp)
-            if found is not None and found.fits:
-                fill = candidate
-                break
-        result = explicit_result(search, result["candidate"], fill)
+        # Pinned sizes are constraints: the unset ones come from the fastest option that keeps them.
+        pinned = {
+            name: int(requested[name])
+            for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+            if requested.get(name) not in (None, "")
+        }
+        kept = [o for o in ranked if all(o.sizes()[name] == value for name, value in pinned.items())]
+        fill = kept[0] if kept else None
+        result = explicit_result(
+            search,
+            result["candidate"],
+            fill.candidate if fill is not None else None,
+            fill.dp if fill is not None else 1,
+        )
         found = evaluation(result["candidate"].tp, result["candidate"].pp)
         result["fits"] = bool(result["fits"] and found is not None and found.fits)
+        if fill is not None and fill.candidate is result["candidate"]:
+            best = fill
     layout = finish_layout(search, result)
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
-        chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+        try:
+            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+        except ValueError as exc:
+            pipeline = "pipeline" in str(exc)
+            variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
+            passing = automatic.pp if pipeline else automatic.tp
+            raise PlanInputError(
+                [
+                    f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
+                    f"(a value that passes: {variable}: {passing})"
+                ]
+            ) from exc
     resolved_settings, figures = chosen.settings, chosen.budget
+    speed = predictor_for(search, traffic, result["candidate"], figures, resolved_settings.values)
+    performance = performance_section(
+        figures_for(speed, workload, int(layout["data_parallel_size"]), figures, resolved_settings.values),
+        alternatives(ranked, best, workload.objective, len(search.available)) if best is not None else [],
+        [str(g.get("name") or "") for g in used],
+    )
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
     environment = service_environment(
@@ -294,7 +357,7 @@ def vllm_plan(
             settings=resolved_values,
             gpus=used,
             repo=inputs.model["repo"],
-            model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+            model_format="gguf" if _gguf(inputs) else "safetensors",
             layout=layout,
             budget=figures,
             env=environment,
@@ -323,6 +386,7 @@ def vllm_plan(
         "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
         "layout": layout_section(layout),
         "memory": _vllm_memory(figures, used),
+        "performance": performance,
         "settings": settings,
         "checks": findings,
         "command": vllm_command(

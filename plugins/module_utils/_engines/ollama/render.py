@@ -102,7 +102,7 @@ def ollama_environment(settings: Mapping[str, Any], options: Mapping[str, Any]) 
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     for name, value in dict(options.get("extra_environment") or {}).items():
-        if not re.match(r"^[A-Z_][A-Z0-9_]*$", str(name)):
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", str(name)):
             raise OllamaRenderError(f"ollama_environment_extra: {name!r} is not an environment variable name")
         env[str(name)] = str(value)
     return env
@@ -113,8 +113,8 @@ def systemd_environment_lines(env: Mapping[str, Any]) -> List[str]:
     lines = []
     for name, value in env.items():
         text = f"{name}={value}".replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-        if "\n" in text:
-            raise OllamaRenderError(f"environment variable {name} contains a newline")
+        if any(c in text for c in "\r\n\x00"):
+            raise OllamaRenderError(f"environment variable {name} contains a line break (CR, LF) or a NUL byte")
         lines.append(f'"{text}"')
     return lines
 

@@ -37,7 +37,11 @@ Public API:
     ``measured_overhead_bytes``: non-KV memory per GPU besides the weights from a previous start of the same
     configuration (``Desired ... R GiB`` - ``Model loading took`` - ``Available KV cache memory``); it replaces
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
-    0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side).
+    0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side). ``flashinfer_installed``
+    (releases up to 0.11.0; None = unknown) picks the sampler warm-up; when unknown the result carries
+    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding.
+``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
+    layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
     scaling rules changed for yarn in 0.30).
 ``cuda_total_bytes_from_nvidia_smi(memory_total_mib) -> int``: the total CUDA reports (what vLLM
@@ -90,9 +94,10 @@ _NON_TORCH_GIB = {
 }
 # Sampler warm-up over max_num_seqs rows of vocab logits. The V1 model runner's _dummy_sampler_run applies
 # top-k and top-p: with the PyTorch-native sampler (fp32 logits, sort values and int64 indices,
-# probabilities) 38.5-38.9 bytes per logit fitted on five H100/L40S logs of 0.10-0.11; with FlashInfer's
-# top-k/top-p kernels at most 12.4 (A100 log of 0.10.1.1). The V2 runner skips top-k/top-p (0.27.1 log).
-_SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 12.5, "v2": 10.0}
+# probabilities) 38.4-39.6 bytes per logit (calibration: five H100 logs of the llm-d set); with FlashInfer's
+# top-k/top-p kernels 12.4 (A100 log of 0.10.1.1) to 17.7 (gpt-oss-120b H100 log) bytes per logit. The V2
+# runner skips top-k/top-p (0.27.1 log).
+_SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 18.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
@@ -106,7 +111,7 @@ _TURBOQUANT_BITS = {
     "turboquant_k3v4_nc": (3, 4, True),
     "turboquant_3bit_nc": (3, 3, True),
 }
-_HUMAN_INT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+_HUMAN_INT_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*")
 _HUMAN_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 1 << 10, "M": MIB, "G": GIB, "T": 1 << 40}
 
 
@@ -120,7 +125,7 @@ def parse_human_int(value: Any) -> int:
         raise ValueError(f"expected a byte count, got {value!r}")
     if isinstance(value, int):
         return value
-    match = _HUMAN_INT_RE.match(str(value))
+    match = _HUMAN_INT_RE.fullmatch(str(value))
     if not match:
         raise ValueError(f"expected a byte count such as 21474836480, 20G (GiB) or 20g (GB), got {value!r}")
     return int(float(match.group(1)) * _HUMAN_UNITS[match.group(2)])
@@ -368,7 +373,7 @@ def kv_cache_layout(
 # Weights and overhead
 
 
-def _pp_partition(num_layers: int, pp: int) -> List[Tuple[int, int]]:
+def pp_layer_bounds(num_layers: int, pp: int) -> List[Tuple[int, int]]:
     """distributed/utils.py get_pp_indices: even split, the remainder on the ranks before the last."""
     per = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):
@@ -403,7 +408,7 @@ def weights_per_rank(
         per_rank = (arch.intermediate_size or arch.moe_intermediate_size or 1) / tp
         expert_scale = _cdiv(int(per_rank), 256) * 256 / per_rank
     result = []
-    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+    for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kinds = arch.layer_types[start:end]
         share = (end - start) / arch.num_layers
         attn_share = sum(1 for k in kinds if k != LAYER_LINEAR) / attention_layers
@@ -443,23 +448,38 @@ def _forward_bytes_per_token(arch: ModelArchitecture, tp: int) -> int:
     return per_token
 
 
-def _sampler(version: VllmVersion, arch: ModelArchitecture, compute_capability: Optional[str]) -> str:
-    """Sampler the profiling warm-up runs: "v2" (V2 model runner), "flashinfer" or "native" (V1 runner).
+def _sampler(
+    version: VllmVersion,
+    arch: ModelArchitecture,
+    compute_capability: Optional[str],
+    flashinfer_installed: Optional[bool] = None,
+) -> Tuple[str, Optional[str]]:
+    """(sampler the profiling warm-up runs, the other one when the plan cannot tell which runs).
 
-    v1/sample/ops/topk_topp_sampler.py: FlashInfer top-k/top-p is opt-in (VLLM_USE_FLASHINFER_SAMPLER=1) up to
-    0.20 and on by default from 0.21 on GPUs FlashInfer supports (compute capability 8.0 - 12.1; unknown
-    counts as supported). 0.10-0.11 also used it when flashinfer happened to be installed: not assumed.
+    "v2" (V2 model runner), "flashinfer" or "native" (V1 runner), from v1/sample/ops/topk_topp_sampler.py:
+    * up to 0.11.0: FlashInfer whenever ``import flashinfer`` works (``VLLM_USE_FLASHINFER_SAMPLER`` unset
+      means on). flashinfer is in vLLM's container image but only an extra of the 0.10-0.11.0 wheels
+      (PR #21959), so the plan cannot tell (``flashinfer_installed`` None): FlashInfer, what the published
+      runs of this era used, with the native sampler as the uncertain alternative;
+    * 0.11.1 to 0.20: PyTorch-native; FlashInfer is opt-in (PR #26859);
+    * from 0.21: FlashInfer by default on GPUs it supports (compute capability 8.0 - 12.1; unknown counts as
+      supported; PR #40376).
     """
     quantized = arch.quantization is not None
     if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized):
-        return "v2"
+        return "v2", None
     if version.at_least(0, 21, 0):
         if compute_capability is None:
-            return "flashinfer"
+            return "flashinfer", None
         major, _dot, minor = str(compute_capability).partition(".")
         if (8, 0) <= (int(major), int(minor or 0)) <= (12, 1):
-            return "flashinfer"
-    return "native"
+            return "flashinfer", None
+        return "native", None
+    if version.at_least(0, 11, 1):
+        return "native", None
+    if flashinfer_installed is None:
+        return "flashinfer", "native"
+    return ("flashinfer" if flashinfer_installed else "native"), None
 
 
 def overhead_estimate(
@@ -469,14 +489,22 @@ def overhead_estimate(
     tensor_parallel_size: int = 1,
     pipeline_parallel_size: int = 1,
     compute_capability: Optional[str] = None,
+    flashinfer_installed: Optional[bool] = None,
 ) -> Dict[str, Any]:
-    """Modelled non-KV memory per GPU besides the weights (safe side; docs/accuracy.md)."""
+    """Modelled non-KV memory per GPU besides the weights (docs/accuracy.md).
+
+    ``flashinfer_installed`` (releases up to 0.11.0): whether the vLLM environment has the flashinfer package
+    (vLLM's container image does); None when unknown: the sampler warm-up is then uncertain and the result
+    also gives ``sampler_alternative`` and ``charged_bytes_alternative``.
+    """
     era = _era(version)
     tp = tensor_parallel_size
     non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], tp) * GIB)
     forward = int(settings["max_num_batched_tokens"]) * _forward_bytes_per_token(arch, tp)
-    kind = _sampler(version, arch, compute_capability)
-    sampler = int(int(settings["max_num_seqs"]) * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
+    kind, alternative = _sampler(version, arch, compute_capability, flashinfer_installed)
+    # _dummy_run schedules min(max_num_batched_tokens, max_num_seqs) requests: one logits row each
+    rows = min(int(settings["max_num_seqs"]), int(settings["max_num_batched_tokens"]))
+    sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
     multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
@@ -486,11 +514,19 @@ def overhead_estimate(
         per_layer = _tp_bucket(_CUDAGRAPH_PER_LAYER_GIB, tp)
         cudagraph = int(layers * per_layer * max(0.25, min(1.0, capture / 512)) * GIB)
     charged = non_torch + peak + (cudagraph if version.cudagraph_memory_charged else 0)
+    alternative_charged = None
+    alternative_sampler = None
+    if alternative is not None:
+        alternative_sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[alternative])
+        alternative_charged = charged - peak + max(forward, alternative_sampler) + multimodal
     return {
         "non_torch_bytes": non_torch,
         "forward_peak_bytes": forward,
         "sampler_peak_bytes": sampler,
         "sampler": kind,
+        "sampler_alternative": alternative,
+        "sampler_alternative_peak_bytes": alternative_sampler,
+        "charged_bytes_alternative": alternative_charged,
         "multimodal_bytes": multimodal,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
@@ -572,7 +608,7 @@ def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapp
 def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead, pinned, hw):
     """(KV bytes, layout, blocks) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
     stages = []
-    for stage, (start, end) in enumerate(_pp_partition(arch.num_layers, pp)):
+    for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kv = int(pinned) if pinned is not None else requested - per_rank[stage * tp] - overhead
         layers = arch.layer_types[start:end]
         stage_layout = kv_cache_layout(arch, version, values, tp, layers=layers, include_mtp=stage == pp - 1, **hw)
@@ -592,6 +628,7 @@ def vllm_memory_budget(
     compute_capability: Optional[str] = None,
     cuda_runtime: Optional[str] = None,
     measured_overhead_bytes: Optional[int] = None,
+    flashinfer_installed: Optional[bool] = None,
 ) -> Dict[str, Any]:
     """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it.
 
@@ -613,7 +650,7 @@ def vllm_memory_budget(
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
     loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
-    model_overhead = overhead_estimate(arch, version, values, tp, pp, compute_capability)
+    model_overhead = overhead_estimate(arch, version, values, tp, pp, compute_capability, flashinfer_installed)
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]
@@ -654,6 +691,13 @@ def vllm_memory_budget(
     findings.extend(
         _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start)
     )
+    kv_range = [kv_bytes, kv_bytes]
+    alternative = model_overhead["charged_bytes_alternative"]
+    if alternative is not None and measured_overhead_bytes is None and pinned is None:
+        alternative_kv = kv_bytes - (alternative - overhead)
+        kv_range = sorted([kv_bytes, alternative_kv])
+        findings.append(_sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv))
+    findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
     return {
         "vllm_version": version.text,
         "version_behaviour": version.to_dict(),
@@ -676,6 +720,7 @@ def vllm_memory_budget(
         "kv_cache_bytes": kv_bytes,
         "kv_cache_gib": kv_bytes / GIB,
         "kv_cache_source": kv_source,
+        "kv_cache_range_bytes": kv_range,
         "layout": layout,
         "block_size": layout["block_size"],
         "num_blocks": num_blocks,
@@ -694,6 +739,82 @@ def vllm_memory_budget(
 
 def _finding(severity: str, ident: str, message: str) -> Dict[str, str]:
     return {"id": ident, "severity": severity, "message": message}
+
+
+def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternative_kv) -> Dict[str, str]:
+    """The sampler warm-up of releases up to 0.11.0 depends on whether flashinfer is installed."""
+    rows = min(int(values["max_num_seqs"]), int(values["max_num_batched_tokens"]))
+    blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
+    fails = alternative_kv <= 0 or blocks - 1 < layout["blocks_per_request"]
+    message = (
+        f"uncertain overhead term: vLLM {version.text} warms up FlashInfer's top-k/top-p sampler only when the "
+        "flashinfer package is installed (vLLM's container image has it; the PyPI wheel only as the "
+        "vllm[flashinfer] extra), which the plan assumes: "
+        f"{overhead['sampler_peak_bytes'] / GIB:.2f} GiB over {rows} x {arch.vocab_size} logits. Without it the "
+        f"PyTorch-native warm-up takes {overhead['sampler_alternative_peak_bytes'] / GIB:.2f} GiB and the KV "
+        f"cache is {alternative_kv / GIB:.2f} GiB instead of {kv_bytes / GIB:.2f} GiB per GPU"
+    )
+    if fails:
+        per_row = overhead["sampler_alternative_peak_bytes"] / max(1, rows)
+        spare = overhead["sampler_peak_bytes"] + kv_bytes - layout["blocks_per_request"] * layout["bytes_per_block"]
+        seqs = max(1, int(max(spare, 0) // per_row))
+        message += (
+            ", too small to start: install flashinfer in the vLLM environment or lower max_num_seqs "
+            f"(about {min(seqs, rows)} fits)"
+        )
+    return _finding("warning" if fails else "info", "vllm_overhead_uncertain", message + ".")
+
+
+# Gated-DeltaNet chunked prefill (fla/ops chunk_gated_delta_rule_fwd) per scheduled token of one rank, per
+# value head: w, u, v_new and o in bf16 over the head width (4 x 2 B x V), the solved bf16 A matrix over
+# the 64-token chunk (64 x 2 B) and the per-chunk state h (K x V x 2 B every 64 tokens); per key head the
+# l2-normalised q and k copies (2 x 2 B x K); and the causal conv1d output over the conv dim (2 B each).
+_GDN_CHUNK = 64
+
+
+def gdn_prefill_transient_bytes(arch: ModelArchitecture, num_tokens: int, tensor_parallel_size: int = 1) -> int:
+    """Transient memory of one Gated-DeltaNet layer's chunked prefill over ``num_tokens`` on one rank.
+
+    vLLM's profile run does not execute it: the layer's ``_forward``/``_forward_core`` returns at
+    ``if attn_metadata is None:  # V1 profile run`` (qwen3_next.py, and the Qwen3.5/3.6 GDN layers), so
+    the memory profiler never charges it and it must fit in what the budget leaves outside the KV cache.
+    """
+    if not arch.is_hybrid or not arch.linear_num_value_heads:
+        return 0
+    tp = tensor_parallel_size
+    heads = max(1, arch.linear_num_value_heads // tp)
+    k, v = arch.linear_key_head_dim, arch.linear_value_head_dim
+    key_heads = max(1, arch.linear_num_key_heads // tp)
+    per_value_head = 4 * 2 * v + _GDN_CHUNK * 2 + _cdiv(k * v * 2, _GDN_CHUNK)
+    conv_dim = (k * arch.linear_num_key_heads * 2 + v * arch.linear_num_value_heads) // tp
+    return int(num_tokens) * (heads * per_value_head + key_heads * 2 * 2 * k + conv_dim * 2)
+
+
+# CUDA context, cuBLAS/cuDNN handles and the allocator's fragmentation live outside the budget vLLM sizes
+# (created before its memory snapshot): 0.3-0.5 GiB on the logs that show nvidia-smi beside vLLM's figures.
+_OUTSIDE_BUDGET = int(0.5 * GIB)
+
+
+def _prefill_findings(version, arch, values, tp, gpu_total, requested, overhead) -> List[Dict[str, str]]:
+    """A long prefill whose unprofiled Gated-DeltaNet transient exceeds the memory left outside the budget."""
+    tokens = int(values["max_num_batched_tokens"])
+    transient = gdn_prefill_transient_bytes(arch, tokens, tp)
+    if not transient:
+        return []
+    graphs = 0 if version.cudagraph_memory_charged else overhead["cudagraph_bytes"]
+    headroom = gpu_total - requested - graphs - _OUTSIDE_BUDGET
+    if transient <= headroom:
+        return []
+    per_token = transient / tokens
+    fitting = max(0, int(max(headroom, 0) // per_token)) // 256 * 256
+    message = (
+        f"a prefill chunk of max_num_batched_tokens ({tokens}) makes each Gated-DeltaNet layer allocate about "
+        f"{transient / GIB:.2f} GiB that vLLM's profile run does not measure (the layer returns early when "
+        f"profiling), and only {max(headroom, 0) / GIB:.2f} GiB per GPU is left outside gpu_memory_utilization: "
+        "the first long prompt can run out of memory after a clean start. Lower max_num_batched_tokens "
+        f"(about {max(fitting, 256)} fits) or gpu_memory_utilization"
+    )
+    return [_finding("warning", "vllm_gdn_prefill_unprofiled", message + ".")]
 
 
 def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total, after_start):

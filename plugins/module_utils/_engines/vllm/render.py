@@ -21,7 +21,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.setting
 ROLE_KEYS = {"host": "vllm_host", "port": "vllm_port"}
 SECRET_KEYS = {"api-key": "vllm_api_key"}
 
-_LONG_OPTION_RE = re.compile(r"^--[A-Za-z][A-Za-z0-9_.-]*$")
+_LONG_OPTION_RE = re.compile(r"--[A-Za-z][A-Za-z0-9_.-]*")
 _SHORT_OPTION_RE = re.compile(r"^-[A-Za-z]")
 
 
@@ -87,7 +87,7 @@ def serve_options(command: Sequence[str]) -> Dict[str, Any]:
         if arg.startswith("--"):
             flush()
             name, has_value, inline = arg[2:].partition("=")
-            if not _LONG_OPTION_RE.match("--" + name):
+            if not _LONG_OPTION_RE.fullmatch("--" + name):
                 raise ServeConfigError(f"cannot read the option {arg!r} of the plan's command")
             name = name.replace("_", "-")
             if name in ROLE_KEYS:

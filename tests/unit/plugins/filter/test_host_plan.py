@@ -32,7 +32,7 @@ VARIABLES = {
         "base_model": "Qwen3.5-35B-A3B",
         "weights_bytes": 16_589_310_180,
     },
-    "inferops_hf_token": HF_TOKEN,
+    "vllm_hf_token": HF_TOKEN,
     "unrelated": "{{ this would fail if the filter read it }}",
 }
 HARDWARE = {"gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "compute_capability": "8.6"}]}
@@ -46,7 +46,9 @@ def test_host_plan_reads_only_its_variables_and_returns_plain_data():
 
 
 def test_host_plan_errors_name_the_variable():
-    with pytest.raises(AnsibleFilterError, match=r"vllm_version is required and must be an exact pin like 0\.33\.0"):
+    with pytest.raises(
+        AnsibleFilterError, match=r"vllm_version is required and must be an exact vllm release such as 0\.33\.0"
+    ):
         HOST_PLAN["host_plan"](
             {"inferops_engine": "vllm", "inferops_model": {"repo": "a/b", "revision": "c"}}, HARDWARE
         )
@@ -142,7 +144,7 @@ def test_plan_playbook_fails_at_the_end_after_writing_every_report(tmp_path):
     )
     assert result.returncode != 0
     assert sorted(p.stem for p in (tmp_path / "plans").glob("*.json")) == ["good", "quantized-kv-without-fa"]
-    assert "ollama_version is required and must be an exact pin" in result.stdout
+    assert "ollama_version is required and must be an exact ollama release" in result.stdout
     table = result.stdout.index("| host ")
     assert result.stdout.index("ollama-kv-quantized-without-fa: ") > table  # the failure comes after the table
     assert "no plan" in result.stdout[table:]

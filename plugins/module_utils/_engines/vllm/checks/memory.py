@@ -29,6 +29,8 @@ BUDGET_FACT_FINDINGS = {
     "vllm_align_block_size": "mamba-block-size",
     "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
     "vllm_architecture_unsupported": "architecture-unsupported",
+    "vllm_overhead_uncertain": "memory-overhead-uncertain",
+    "vllm_gdn_prefill_unprofiled": "prefill-unprofiled",
 }
 
 
@@ -91,7 +93,12 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
         elif ident in ("vllm_exceeds_gpu_memory", "vllm_cudagraph_headroom"):
             excess = int(budget.get("vram_used_bytes") or 0) - int(budget.get("gpu_total_bytes") or 0)
             suggested = _utilization_for(budget, -max(excess, 0) - (300 << 20))
-        findings.append(_finding("memory-fit", item.get("severity", "error"), item["message"], variable, suggested))
+        elif ident == "vllm_overhead_uncertain":
+            variable = "vllm_max_num_seqs"
+        elif ident == "vllm_gdn_prefill_unprofiled":
+            variable = "vllm_max_num_batched_tokens"
+        check = BUDGET_FACT_FINDINGS.get(ident, "memory-fit")
+        findings.append(_finding(check, item.get("severity", "error"), item["message"], variable, suggested))
     return findings
 
 

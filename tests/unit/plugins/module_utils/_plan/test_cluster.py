@@ -80,7 +80,6 @@ CASES = [
     ("no address", {"ws-b": {"inferops_cluster_address": None}}, "cluster-network"),
     ("same address", {"ws-b": {"inferops_cluster_address": "10.0.0.11"}}, "cluster-network"),
     ("not an address", {"ws-b": {"inferops_cluster_address": "10.0.0.12; reboot"}}, "cluster-network"),
-    ("bad interface", {"ws-b": {"inferops_cluster_interface": "eth0\nExecStartPre=/bin/sh"}}, "cluster-network"),
     ("loopback", {"ws-a": {"inferops_cluster_address": "127.0.0.1"}}, "cluster-network"),
     ("bad backend", {"ws-a": {"inferops_cluster_backend": "slurm"}}, "cluster-head"),
     ("bad port", {"ws-a": {"inferops_cluster_ray_port": 70000}}, "cluster-network"),
@@ -99,6 +98,15 @@ def test_cluster_errors_stop_every_node(case, changes, check_id):
         errors = [c for c in plans[host]["plan"]["checks"] if c["severity"] == "error" and c["id"] == check_id]
         assert errors, (case, plans[host]["plan"]["checks"])
         assert plans[host]["plan"]["service"]["errors"]
+
+
+def test_a_line_break_in_a_cluster_variable_is_an_input_error():
+    members = [node("ws-a", "10.0.0.11"), node("ws-b", "10.0.0.12")]
+    bad = dict(members[1].variables, inferops_cluster_interface="eth0\nExecStartPre=/bin/sh")
+    members[1] = Member(host="ws-b", variables=bad, hardware=members[1].hardware, facts=members[1].facts)
+    errors = plan_fleet(members)["ws-b"]["errors"]
+    assert any(e.startswith("inferops_cluster_interface contains a line feed") for e in errors), errors
+    assert not any("\n" in e for e in errors)
 
 
 def test_python_and_gpu_differences_are_reported():

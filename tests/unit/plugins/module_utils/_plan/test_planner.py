@@ -116,7 +116,7 @@ def test_version_error_shows_an_exact_pin():
     (error,) = input_errors(
         {"inferops_engine": "vllm", "vllm_version": "0.33", "inferops_model": {"repo": "a/b", "revision": "main"}}
     )
-    assert "exact pin like 0.33.0" in error
+    assert "exact vllm release such as 0.33.0" in error
     assert "'0.33'" in error
 
 
@@ -129,7 +129,7 @@ def test_model_description_is_checked_key_by_key():
         }
     )
     text = "\n".join(errors)
-    assert "inferops_model has unknown keys revison" in text
+    assert "inferops_model has unknown keys 'revison' (did you mean revision?)" in text
     assert "inferops_model.repo must be a Hugging Face repository id" in text
     assert "inferops_model.revision is required" in text
     assert "inferops_model.weights_bytes must be a positive integer" in text
@@ -139,8 +139,8 @@ def test_model_description_is_checked_key_by_key():
     ("name", "value", "expected"),
     [
         ("vllm_max_num_seqs", "many", "vllm_max_num_seqs must be an integer"),
-        ("vllm_max_num_seqs", 0, "vllm_max_num_seqs must be at least 1"),
-        ("vllm_gpu_memory_utilization", 1.5, "vllm_gpu_memory_utilization must be at most 1"),
+        ("vllm_max_num_seqs", 0, "vllm_max_num_seqs is out of range: it must be from 1 to"),
+        ("vllm_gpu_memory_utilization", 1.5, "vllm_gpu_memory_utilization is out of range: it must be at most 1"),
         ("vllm_enable_prefix_caching", "sometimes", "vllm_enable_prefix_caching must be true or false"),
         ("vllm_hf_overrides", "rope", "vllm_hf_overrides must be a mapping"),
         ("vllm_mamba_cache_mode", "full", "vllm_mamba_cache_mode must be one of align, none, all"),
@@ -194,7 +194,9 @@ def test_extra_args_may_not_duplicate_managed_flags():
             "vllm_extra_args": ["--max-model-len=8192", "--disable-log-requests"],
         }
     )
-    assert errors == ["vllm_extra_args sets --max-model-len, which the plan manages: use vllm_max_model_len instead"]
+    assert errors == [
+        "vllm_extra_args sets --max-model-len, which the plan manages: set vllm_max_model_len: 8192 instead"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -353,7 +355,7 @@ def test_no_gpus_is_a_clear_error():
 def test_secrets_in_the_host_variables_never_reach_the_plan():
     variables = ollama_vars(
         vllm_api_key=API_KEY,
-        inferops_hf_token=HF_TOKEN,
+        vllm_hf_token=HF_TOKEN,
         ollama_environment_extra={"OLLAMA_KEEP_ALIVE": "24h"},
     )
     plan = build_plan(variables, one_3090(), host="h")
@@ -551,7 +553,7 @@ def test_measured_overhead_replaces_the_model_only_for_the_same_configuration():
 
 def test_vllm_secrets_never_reach_plan_command_or_environment():
     variables, hardware = example("longctx-h100")
-    variables.update(vllm_api_key=API_KEY, inferops_hf_token=HF_TOKEN, hf_token=HF_TOKEN)
+    variables.update(vllm_api_key=API_KEY, vllm_hf_token=HF_TOKEN, hf_token=HF_TOKEN)
     plan = build_plan(variables, hardware)
     text = json.dumps(plan) + render_markdown(plan)
     assert API_KEY not in text
@@ -658,7 +660,7 @@ def test_plans_without_standby_ollama_have_no_standby_key():
     ("standby", "expected"),
     [
         ("ollama", "inferops_standby_ollama must be a mapping with version"),
-        (dict(STANDBY, version="latest"), "inferops_standby_ollama.version is required and must be an exact pin"),
+        (dict(STANDBY, version="latest"), "inferops_standby_ollama.version must be an exact ollama release"),
         ({"model": STANDBY["model"]}, "inferops_standby_ollama.version is required"),
         (dict(STANDBY, model=None), "inferops_standby_ollama.model is required"),
         (
@@ -671,8 +673,8 @@ def test_plans_without_standby_ollama_have_no_standby_key():
         ),
         (dict(STANDBY, gpus="0"), "inferops_standby_ollama.gpus must be a non-empty list"),
         (dict(STANDBY, kv_cache_type="q5_1"), "inferops_standby_ollama.kv_cache_type must be one of"),
-        (dict(STANDBY, num_parallel=0), "inferops_standby_ollama.num_parallel must be at least 1"),
-        (dict(STANDBY, num_gpu=99), "inferops_standby_ollama has unknown keys num_gpu"),
+        (dict(STANDBY, num_parallel=0), "inferops_standby_ollama.num_parallel is out of range: it must be from 1 to"),
+        (dict(STANDBY, num_gpu=99), "inferops_standby_ollama has unknown keys 'num_gpu'"),
     ],
 )
 def test_standby_ollama_input_errors_name_the_variable(standby, expected):

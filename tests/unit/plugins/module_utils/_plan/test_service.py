@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import SERVICE_SCHEMA, service_section
 
@@ -53,3 +57,8 @@ def test_an_argv_that_cannot_be_a_config_file_is_refused():
     assert service_section(plan)["errors"] == [
         "service: use the long form of '-tp' in vllm_extra_args (e.g. --tensor-parallel-size)"
     ]
+
+
+def test_the_ollama_role_renders_the_schema_the_plan_writes():
+    role_vars = Path(__file__).resolve().parents[5] / "roles" / "ollama" / "vars" / "main.yml"
+    assert yaml.safe_load(role_vars.read_text(encoding="utf-8"))["_ollama_service_schema"] == SERVICE_SCHEMA

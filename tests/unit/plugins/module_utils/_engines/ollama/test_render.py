@@ -127,8 +127,9 @@ def test_environment_refuses_bad_names_and_gpu_lists():
 def test_systemd_lines_are_quoted():
     lines = r.systemd_environment_lines({"OLLAMA_HOST": "127.0.0.1:11434", "X": 'a "b" 100% c\\d'})
     assert lines == ['"OLLAMA_HOST=127.0.0.1:11434"', '"X=a \\"b\\" 100%% c\\\\d"']
-    with pytest.raises(r.OllamaRenderError, match="newline"):
-        r.systemd_environment_lines({"X": "a\nb"})
+    for text in ("a\nb", "a\rExecStartPre=+/bin/sh", "a\x00b"):
+        with pytest.raises(r.OllamaRenderError, match="line break"):
+            r.systemd_environment_lines({"X": text})
 
 
 def test_modelfile_of_seed_deployment_3_with_a_thinking_profile():

@@ -1,0 +1,310 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The layout chosen by predicted speed: every valid TP x PP x DP layout that fits, ranked for the objective.
+
+``layout_options`` turns the layout search's candidates (TP x PP placements) and their memory budgets into
+options with data-parallel replicas on the GPUs a replica leaves free, and predicts each with
+``performance.py``. ``rank_options`` orders them: layouts that use every GPU given to the engine first (DP
+replicas where one replica fits on fewer GPUs), then the objective's figure (``latency``: single-stream
+decode; ``throughput``: aggregate decode at the concurrency the KV cache holds), then fewer GPUs per replica.
+``performance_section`` is the plan's ``performance`` section: the chosen layout's figures and the three
+best alternatives with why each lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
+    attention_bytes_per_token,
+    gdn_state_bytes,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import GpuSpec
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import WeightsEstimate, estimate_params
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    Candidate,
+    LayoutSearch,
+    custom_allreduce,
+    describe_links,
+    pp_layer_partition,
+    replica_groups,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+    CONSTANTS,
+    KvTraffic,
+    Link,
+    ModelTraffic,
+    Predictor,
+    Stage,
+    Workload,
+    model_traffic,
+    objective_value,
+    predict,
+    spec_for,
+    stages_of,
+    weight_format,
+)
+
+
+@dataclass
+class Option:
+    """One layout the engine could run: a placement, its replicas, its memory budget and predicted speed."""
+
+    candidate: Candidate
+    dp: int
+    replicas: List[List[int]]  # TP groups of the replicas after the first
+    budget: Mapping[str, Any]
+    figures: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return self.candidate.tp * len(self.candidate.groups) * self.dp
+
+    def sizes(self) -> Dict[str, int]:
+        return {
+            "tensor_parallel_size": self.candidate.tp,
+            "pipeline_parallel_size": self.candidate.pp,
+            "data_parallel_size": self.dp,
+        }
+
+
+def traffic_for(
+    served: ModelArchitecture,
+    weights: WeightsEstimate,
+    params: Optional[Mapping[str, int]],
+    scheme: Optional[str],
+    gguf: bool = False,
+) -> ModelTraffic:
+    """The model's per-layer traffic from the weights vLLM loads (components in bytes), the parameter counts
+    and the quantization scheme the weights are stored in."""
+    kernel, precision = weight_format(scheme, gguf=gguf)
+    counts = dict(params) if params is not None else estimate_params(served)
+    return model_traffic(served, weights.components, counts, kernel, precision)
+
+
+def _kv(budget: Mapping[str, Any]) -> KvTraffic:
+    layout = budget["layout"]
+    state = layout.get("gdn_state") or {}
+    return KvTraffic(float(layout["attention_bytes_per_token_per_layer"]), float(state.get("page_bytes") or 0))
+
+
+def predictor_for(
+    search: LayoutSearch, traffic: ModelTraffic, candidate: Candidate, budget: Mapping[str, Any], settings: Mapping
+) -> Predictor:
+    """The predictor of one replica of ``candidate``; across nodes, the local stages repeat once per node."""
+    custom = custom_allreduce(search.topo, candidate) and not settings.get("disable_custom_all_reduce")
+    groups = [list(g) for g in candidate.groups] * max(1, search.nnodes)
+    partition = None
+    if search.nnodes == 1 and len(groups) > 1:
+        memory = [min(search.topo.gpus[i].memory_mib for i in g) * len(g) for g in groups]
+        if len(set(memory)) > 1:
+            partition = pp_layer_partition(traffic.num_layers, memory)
+    stages = stages_of(search.topo, groups, traffic.num_layers, custom, partition)
+    return Predictor(traffic, stages, candidate.tp, _kv(budget), "vllm", bool(settings.get("enforce_eager")))
+
+
+def figures_for(predictor: Predictor, workload: Workload, dp: int, budget: Mapping[str, Any], settings: Mapping):
+    return predict(
+        predictor,
+        workload,
+        replicas=dp,
+        kv_cache_tokens=int(budget["kv_cache_tokens"]),
+        max_num_seqs=int(settings.get("max_num_seqs") or 256),
+        max_model_len=int(budget["max_model_len"]),
+        max_num_batched_tokens=int(settings.get("max_num_batched_tokens") or 2048),
+    )
+
+
+Evaluate = Callable[[int, int], Optional[Any]]  # (tp, pp) -> evaluation with .fits, .budget, .settings.values
+
+
+def layout_options(
+    search: LayoutSearch,
+    candidates: Sequence[Candidate],
+    evaluate: Evaluate,
+    traffic: ModelTraffic,
+    workload: Workload,
+    pinned_dp: Optional[int] = None,
+) -> List[Option]:
+    """Every fitting candidate with 1..n data-parallel replicas (or the pinned count), predicted."""
+    options: List[Option] = []
+    for candidate in candidates:
+        found = evaluate(candidate.tp, candidate.pp)
+        if found is None or not found.fits:
+            continue
+        values = found.settings.values
+        predictor = predictor_for(search, traffic, candidate, found.budget, values)
+        world = candidate.tp * len(candidate.groups)
+        counts = [pinned_dp] if pinned_dp else range(1, len(search.available) // world + 1)
+        if search.nnodes > 1:
+            counts = [1]
+        for dp in counts:
+            replicas = replica_groups(search.topo, search.available, candidate, dp)
+            if replicas is None:
+                continue
+            option = Option(candidate, dp, replicas, found.budget)
+            option.figures = figures_for(predictor, workload, dp, found.budget, values)
+            options.append(option)
+    return options
+
+
+def rank_options(options: Sequence[Option], objective: str, engine_gpus: int) -> List[Option]:
+    """Every GPU used first, then the objective's figure (higher first), then fewer GPUs per replica."""
+    return sorted(
+        options,
+        key=lambda o: (
+            o.gpus != engine_gpus,
+            -objective_value(o.figures, objective),
+            o.candidate.tp * o.candidate.pp,
+            o.candidate.pp,
+        ),
+    )
+
+
+_FIGURES = (
+    "single_stream_decode_tokens_per_s",
+    "concurrency",
+    "aggregate_decode_tokens_per_s",
+    "prefill_tokens_per_s",
+    "ttft_s",
+)
+
+
+def _why_lost(best: Option, other: Option, objective: str, engine_gpus: int) -> str:
+    if other.gpus != engine_gpus and best.gpus == engine_gpus:
+        idle = engine_gpus - other.gpus
+        return f"leaves {idle} of the {engine_gpus} GPUs idle"
+    key = "aggregate_decode_tokens_per_s" if objective == "throughput" else "single_stream_decode_tokens_per_s"
+    mine, theirs = float(best.figures[key]), float(other.figures[key])
+    what = "aggregate decode" if objective == "throughput" else "single-stream decode"
+    if theirs < mine:
+        return f"{100.0 * (1 - theirs / mine):.0f}% slower {what} ({theirs:g} vs {mine:g} tokens/s)"
+    return f"as fast ({theirs:g} tokens/s) on more GPUs per replica"
+
+
+def alternatives(ranked: Sequence[Option], chosen: Option, objective: str, engine_gpus: int) -> List[Dict[str, Any]]:
+    """The three best options other than the chosen one, with their figures and why each lost."""
+    result = []
+    for option in ranked:
+        if option is chosen or (
+            option.sizes() == chosen.sizes() and option.candidate.groups == chosen.candidate.groups
+        ):
+            continue
+        entry: Dict[str, Any] = dict(option.sizes())
+        entry["gpus"] = [i for g in option.candidate.groups for i in g] + [i for g in option.replicas for i in g]
+        entry.update({k: option.figures[k] for k in _FIGURES})
+        entry["reason"] = _why_lost(chosen, option, objective, engine_gpus)
+        result.append(entry)
+        if len(result) == 3:
+            break
+    return result
+
+
+def performance_section(
+    figures: Mapping[str, Any], alternatives_list: Sequence[Mapping[str, Any]], gpu_names: Sequence[str]
+) -> Dict[str, Any]:
+    """The plan's ``performance`` section (keys read downstream: keep them stable)."""
+    section = dict(figures)
+    section["alternatives"] = [dict(a) for a in alternatives_list]
+    unknown = sorted({name for name in gpu_names if not spec_for(name)[1]})
+    section["basis"] = (
+        "roofline over datasheet peaks with kernel efficiencies calibrated on published measurements "
+        "(docs/performance-accuracy.md)"
+    )
+    if unknown:
+        section["basis"] += f"; {', '.join(unknown)} not in the GPU table: mid-range figures assumed"
+    return section
+
+
+def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
+    """Why the automatic layout was chosen, in words."""
+    cand = option.candidate
+    if option.gpus == 1 and search.nnodes == 1 and len(search.available) == 1:
+        return "fits one GPU: TP=1"
+    shape = f"TP={cand.tp} PP={cand.pp}" + (f" x DP={option.dp}" if option.dp > 1 else "")
+    figure = (
+        f"{option.figures['aggregate_decode_tokens_per_s']:g} tokens/s aggregate decode at "
+        f"{option.figures['concurrency']} sequences"
+        if objective == "throughput"
+        else f"{option.figures['single_stream_decode_tokens_per_s']:g} tokens/s single-stream decode"
+    )
+    text = f"fastest layout for {objective}: {shape} ({figure})"
+    links = describe_links(search.topo, cand.groups)
+    if links:
+        text += f" with TP groups {links}"
+    if search.nnodes > 1:
+        text += f"; TP inside each node, PP across {search.nnodes} nodes"
+    if option.dp > 1:
+        text += f"; {option.dp} data-parallel replicas"
+    return text
+
+
+def _cpu_spec(bandwidth_gbps: float) -> GpuSpec:
+    host = CONSTANTS["host_memory_bandwidth_gbps"]
+    return GpuSpec(
+        model="CPU",
+        memory_bandwidth_gbps=float(bandwidth_gbps),
+        bf16_tflops=float(host["cpu_tflops"]),
+        fp8_tflops=0.0,
+        fp4_tflops=0.0,
+        int8_tops=0.0,
+        nvlink_gbps=0.0,
+        boost_clock_mhz=2000.0,
+        source="performance.json host_memory_bandwidth_gbps",
+    )
+
+
+def ollama_performance(
+    served: ModelArchitecture,
+    weights: WeightsEstimate,
+    params: Optional[Mapping[str, int]],
+    per_gpu: Sequence[Mapping[str, Any]],
+    gpu_names: Mapping[int, str],
+    workload: Workload,
+    num_parallel: int,
+    context_length: int,
+    num_batch: int,
+    host_bandwidth_gbps: Optional[float] = None,
+) -> Dict[str, Any]:
+    """The performance section of an Ollama host: llama.cpp runs its layer split one GPU after another, and
+    the layers left on the CPU at the host's memory bandwidth. No alternatives: Ollama chooses its split."""
+    traffic = traffic_for(served, weights, params, None, gguf=True)
+    blocks = traffic.num_layers
+    gpu_blocks = [int(g["layers"]) for g in per_gpu]
+    output_on_gpu = sum(gpu_blocks) > blocks
+    if output_on_gpu:
+        gpu_blocks[-1] -= 1
+    cpu_blocks = max(0, blocks - sum(gpu_blocks))
+    stages: List[Stage] = []
+    start = 0
+    bandwidth = host_bandwidth_gbps or float(CONSTANTS["host_memory_bandwidth_gbps"]["default"])
+    cpu = Stage(0, cpu_blocks, _cpu_spec(bandwidth), None, None, not output_on_gpu) if cpu_blocks else None
+    start = cpu_blocks
+    handoff = Link(float(CONSTANTS["pp_handoff_latency_us"]["pcie"]) * 1e-6, 24e9, "PCIe")
+    for position, (gpu, count) in enumerate(zip(per_gpu, gpu_blocks)):
+        last = position == len(per_gpu) - 1
+        spec, _known = spec_for(gpu_names.get(int(gpu["index"]), ""))
+        stages.append(Stage(start, start + count, spec, None, None if last else handoff, last and output_on_gpu))
+        start += count
+    if cpu is not None:
+        stages.append(cpu)
+    kv = KvTraffic(float(attention_bytes_per_token(served, "auto", 1)), 0.0)
+    if served.is_hybrid:
+        kv = KvTraffic(kv.attention_bytes_per_token, float(gdn_state_bytes(served, 1)["page_bytes"]))
+    predictor = Predictor(traffic, stages, 1, kv, "llama.cpp")
+    figures = predict(
+        predictor,
+        workload,
+        replicas=1,
+        kv_cache_tokens=int(context_length) * max(1, int(num_parallel)),
+        max_num_seqs=max(1, int(num_parallel)),
+        max_model_len=int(context_length),
+        max_num_batched_tokens=int(num_batch or 512),
+    )
+    if cpu_blocks:
+        figures["bottleneck"] = (
+            f"host memory bandwidth: {cpu_blocks} of {blocks} layers run on the CPU at about {bandwidth:g} GB/s"
+        )
+    return figures
