@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
@@ -62,6 +63,8 @@ def build_plan(
         if finding not in unique:
             unique.append(finding)
     plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
+    if plan["engine"] == "vllm":
+        plan["start"] = start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
     plan["service"] = service_section(plan)
     order = (
         "host",
@@ -76,6 +79,7 @@ def build_plan(
         "checks",
         "command",
         "environment",
+        "start",  # vLLM: how long a start may take (TimeoutStartSec and the /health wait)
         "service",  # the contract both engine roles render (_plan/service.py)
         "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.filter.vllm import vllm_serve_config, vllm_startup_report
+from ansible_collections.inferops.llm.plugins.filter.vllm import (
+    vllm_serve_config,
+    vllm_start_timeout,
+    vllm_startup_report,
+)
 
 LOG = (
     "Model loading took 14.26 GiB memory and 17.888750 seconds\n"
@@ -41,3 +45,18 @@ def test_serve_config_errors_name_the_variable():
 
 def test_serve_config_empty_model_means_the_plans_model():
     assert vllm_serve_config(["vllm", "serve", "m"], "127.0.0.1", 8000, "")["model"] == "m"
+
+
+def test_start_timeout_takes_the_fact_as_the_role_writes_it():
+    fact = {"version": "0.32.0", "model": {"repo": "o/m", "revision": "c" * 40}, "load_seconds": 187.3}
+    assert vllm_start_timeout("2628800", "o/m", fact)["timeout_s"] == 570
+    assert vllm_start_timeout(2628800, "o/m", None)["source"] == "model size"
+
+
+@pytest.mark.parametrize(
+    ("weights", "measured", "message"),
+    [("lots", None, "weights_bytes must be an integer"), (0, "187.3", "local fact must be a mapping")],
+)
+def test_start_timeout_rejects_bad_input(weights, measured, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        vllm_start_timeout(weights, "o/m", measured)
