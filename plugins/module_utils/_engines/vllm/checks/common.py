@@ -66,7 +66,9 @@ def model_family(model: Any, repo: str = "") -> Optional[str]:
     if arch.startswith("Qwen3"):
         return "qwen3-coder" if "coder" in repo_lower else "qwen3"
     if arch.startswith("Qwen2"):
-        return "qwen2"
+        # Qwen2/Qwen2.5 answer without <think>; the reasoning models on this architecture are QwQ and the
+        # DeepSeek-R1 distills (a reasoning parser on a tokenizer without <think> stops vLLM at startup).
+        return "qwq" if "qwq" in repo_lower or "r1-distill" in repo_lower else "qwen2"
     if arch.startswith("Llama4"):
         return "llama4"
     if arch.startswith("Llama") and int(data.get("vocab_size") or 0) >= 128000:

@@ -197,6 +197,21 @@ def test_qwen3_coder_family_by_repo_name():
 
 
 @pytest.mark.parametrize(
+    ("repo", "family"),
+    [
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2"),
+        ("Qwen/QwQ-32B", "qwq"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "qwq"),
+    ],
+)
+def test_qwen2_architecture_is_a_reasoning_family_only_for_qwq_and_r1_distills(repo, family):
+    # vLLM stops at startup when a reasoning parser meets a tokenizer without <think> (Qwen2.5).
+    qwen2 = {"architecture": "Qwen2ForCausalLM", "model_type": "qwen2", "num_attention_heads": 28}
+    assert model_family(qwen2, repo) == family
+    assert bool(FAMILIES[family].reasoning) == (family == "qwq")
+
+
+@pytest.mark.parametrize(
     ("repo", "parser", "severity"),
     [
         (QWEN36, "hermes", "error"),  # silent mangling: an error
