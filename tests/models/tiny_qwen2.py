@@ -171,7 +171,7 @@ def safetensors(rng):
         elif name.endswith(".bias"):
             values = [0.0] * count
         else:
-            values = [rng.gauss(0.0, 0.02) for _ in range(count)]
+            values = [rng.gauss(0.0, 0.02) for _index in range(count)]
         data = bfloat16(values)
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
