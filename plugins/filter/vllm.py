@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.vllm_serve_config and inferops.llm.vllm_startup_report filters (documented in their .yml files)."""
+"""The inferops.llm.vllm_serve_config, vllm_startup_report and vllm_start_timeout filters (documented in their .yml files)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_config
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
 
 
@@ -54,6 +55,21 @@ def vllm_startup_report(
     )
 
 
+def vllm_start_timeout(weights_bytes: t.Any, repo: t.Any, measured: t.Any = None) -> dict[str, t.Any]:
+    """The start timeout for a model of weights_bytes from the local fact of its last start (as the plan's ``start``)."""
+    if measured is not None and not isinstance(measured, t.Mapping):
+        raise AnsibleFilterError(f"vllm_start_timeout: the local fact must be a mapping, not a {type(measured).__name__}")
+    try:
+        weights = int(weights_bytes)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError(f"vllm_start_timeout: weights_bytes must be an integer, got {weights_bytes!r}") from None
+    return start_timeout(weights, str(repo), measured)
+
+
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {"vllm_serve_config": vllm_serve_config, "vllm_startup_report": vllm_startup_report}
+        return {
+            "vllm_serve_config": vllm_serve_config,
+            "vllm_startup_report": vllm_startup_report,
+            "vllm_start_timeout": vllm_start_timeout,
+        }

