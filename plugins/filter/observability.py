@@ -1,6 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.plan_metrics and inferops.llm.scrape_targets filters (documented beside this file)."""
+"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names
+(each documented in <name>.yml beside this file)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,18 @@ def scrape_targets(hosts: t.Any) -> dict[str, t.Any]:
         raise AnsibleFilterError(f"scrape_targets: {error}") from error
 
 
+def promql_metric_names(expr: t.Any) -> list[str]:
+    """Metric names a PromQL expression reads."""
+    return scrape.metric_names_in(str(expr))
+
+
 class FilterModule:
     """Observability filters."""
 
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {"plan_metrics": plan_metrics, "converge_metrics": converge_metrics, "scrape_targets": scrape_targets}
+        return {
+            "plan_metrics": plan_metrics,
+            "converge_metrics": converge_metrics,
+            "scrape_targets": scrape_targets,
+            "promql_metric_names": promql_metric_names,
+        }

@@ -110,7 +110,10 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
 
     families: List[Family] = []
     family("engine_info", "Engine the collection deployed on this host, its pinned version and device.").add(
-        1, engine=plan["engine"], version=plan.get("engine_version") or "", device=service.get("device") or ""
+        1,
+        engine=plan["engine"],
+        version=plan.get("engine_version") or "",
+        device=service.get("device") or plan.get("device") or "",
     )
     family("model_info", "Model the host serves: repository, pinned revision, quantization, architecture.").add(
         1,
@@ -134,8 +137,14 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
         max_len.get("value") if isinstance(max_len, Mapping) else None
     )
     per_gpu = {
-        "plan_weights_bytes": ("weights_gib", "Model weights the plan places on each GPU."),
-        "plan_kv_cache_bytes": ("kv_cache_gib", "KV cache the plan budgets on each GPU."),
+        "plan_weights_bytes": (
+            "weights_gib",
+            "Model weights the plan places on each GPU (no gpu label: a CPU host's memory).",
+        ),
+        "plan_kv_cache_bytes": (
+            "kv_cache_gib",
+            "KV cache the plan budgets on each GPU (no gpu label: a CPU host's memory).",
+        ),
         "plan_overhead_bytes": (
             "overhead_gib",
             "Non-KV overhead (activations, graphs, context) the plan budgets per GPU.",
@@ -146,6 +155,9 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
         made = family(name, text)
         for gpu in memory.get("per_gpu") or []:
             made.add(_gib_bytes(gpu.get(key)), gpu=gpu.get("index", ""))
+        if not memory.get("per_gpu") and key != "total_gib":
+            # A CPU host (vLLM's CPU build): the host's memory, without a gpu label.
+            made.add(_gib_bytes(memory.get(key)))
     if performance:
         decode = family(
             "predicted_decode_tokens_per_second",

@@ -101,3 +101,18 @@ def test_promtool_accepts_the_textfile_and_its_names(name):
     text = metrics.plan_metrics_text(_plan(name), None) + metrics.render(metrics.converge_families(1.0))
     result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_cpu_host_exports_its_memory_without_a_gpu_label():
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+    from .test_vllm_cpu_plan import cpu_host
+
+    plan = build_plan(cpu_host(vllm_cpu_kvcache_space=1), {})
+    fact = {"version": "0.32.0", "model": plan["model"], "kv_cache_tokens": 1048576, "kv_cache_gib": 1.0}
+    found = _samples(metrics.plan_metrics_text(plan, fact))
+    assert found["inferops_engine_info"] == {'device="cpu",engine="vllm",version="0.32.0"': 1}
+    assert found["inferops_plan_kv_cache_bytes"] == {"": float(metrics.GIB)}
+    assert found["inferops_plan_kv_cache_tokens"] == {"": 1048576}
+    assert found["inferops_measured_kv_cache_tokens"] == {"": 1048576}
+    assert "inferops_plan_gpu_memory_bytes" not in found
