@@ -71,6 +71,8 @@ sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collection
 
 .PHONY: units
 units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
+	# promtool checks the textfile metrics and the monitoring role's rules (tests skip without it)
+	tests/bin/apt-ensure promtool:prometheus
 	PYTHONPATH=$(COLLECTIONS) pytest -q tests/unit $(PYTEST_ARGS)
 
 .PHONY: compat

@@ -1,0 +1,69 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names
+(each documented in <name>.yml beside this file)."""
+
+from __future__ import annotations
+
+import typing as t
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.llm.plugins.module_utils._plan import metrics, scrape
+
+
+def _plain(value: t.Any) -> t.Any:
+    """Ansible's lazy or tagged containers as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def plan_metrics(plan: t.Any, measured: t.Any = None) -> str:
+    """Node exporter textfile of a host's plan and its last measured vLLM start."""
+    if not isinstance(plan, Mapping):
+        raise AnsibleFilterError(f"plan_metrics: the plan must be a mapping, not a {type(plan).__name__}")
+    if measured is not None and not isinstance(measured, Mapping):
+        measured = None
+    try:
+        return metrics.plan_metrics_text(_plain(plan), _plain(measured))
+    except metrics.MetricsError as error:
+        raise AnsibleFilterError(f"plan_metrics: {error}") from error
+
+
+def converge_metrics(now: t.Any) -> str:
+    """Textfile with the time of this converge (seconds since the epoch)."""
+    try:
+        return metrics.render(metrics.converge_families(float(now)))
+    except (TypeError, ValueError) as error:
+        raise AnsibleFilterError(f"converge_metrics: {now!r} is not a time in seconds") from error
+
+
+def scrape_targets(hosts: t.Any) -> dict[str, t.Any]:
+    """file_sd target groups per job for the inference hosts of an inventory."""
+    if not isinstance(hosts, Mapping):
+        raise AnsibleFilterError("scrape_targets: hosts must be a mapping of inventory host to its facts")
+    try:
+        return scrape.scrape_targets(_plain(hosts))
+    except scrape.ScrapeError as error:
+        raise AnsibleFilterError(f"scrape_targets: {error}") from error
+
+
+def promql_metric_names(expr: t.Any) -> list[str]:
+    """Metric names a PromQL expression reads."""
+    return scrape.metric_names_in(str(expr))
+
+
+class FilterModule:
+    """Observability filters."""
+
+    def filters(self) -> dict[str, t.Callable[..., t.Any]]:
+        return {
+            "plan_metrics": plan_metrics,
+            "converge_metrics": converge_metrics,
+            "scrape_targets": scrape_targets,
+            "promql_metric_names": promql_metric_names,
+        }
