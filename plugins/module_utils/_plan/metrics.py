@@ -242,7 +242,7 @@ def render(families: Sequence[Family]) -> str:
         lines.append(f"# HELP {made.name} {_escape_help(made.help)}")
         lines.append(f"# TYPE {made.name} {made.type}")
         for labels, number in made.samples:
-            for key, _value in labels:
+            for key, _label_value in labels:
                 if not _LABEL.match(key) or key.startswith("__"):
                     raise MetricsError(f"{made.name}: label name {key!r} is invalid")
             text = ",".join(f'{key}="{_escape_label(value)}"' for key, value in labels)
