@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.inferops.llm.plugins.action.plan_report import _plain, write_if_changed
+from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import typing as t
-from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
 
 ARGUMENT_SPEC = {
@@ -24,39 +24,6 @@ ARGUMENT_SPEC = {
     "dest": {"type": "path", "required": True},
     "mode": {"type": "raw", "default": "0644"},
 }
-
-
-def _plain(value: t.Any) -> t.Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def write_if_changed(path: str, content: str, mode: int) -> bool:
-    """Write atomically when the content differs; True when the file changed."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == content:
-                if (os.stat(path).st_mode & 0o7777) == mode:
-                    return False
-                os.chmod(path, mode)
-                return True
-    except FileNotFoundError:
-        pass
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".plan-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return True
 
 
 class ActionModule(ActionBase):

@@ -10,16 +10,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._plan import metrics, scrape
-
-
-def _plain(value: t.Any) -> t.Any:
-    """Ansible's lazy or tagged containers as plain dicts and lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def plan_metrics(plan: t.Any, measured: t.Any = None) -> str:

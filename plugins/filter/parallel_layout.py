@@ -9,17 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import LayoutError, select_layout
-
-
-def _plain(value: t.Any) -> t.Any:
-    """Plain dict/list copies of Ansible's lazy containers (never mutate or deepcopy the input)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _memory_fit(memory: t.Any) -> t.Any:

@@ -29,7 +29,7 @@ options:
     type: str
     required: true
   mode:
-    description: Permissions of the file.
+    description: Permissions of the file, in octal.
     type: raw
     default: "0644"
 attributes:
@@ -65,10 +65,11 @@ samples:
 
 import os
 import re
-import tempfile
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)$")
 _META = re.compile(r"^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) ?(.*)$")
@@ -110,30 +111,18 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     if not os.path.isdir(directory):
         module.fail_json(msg=f"{directory} is not a directory")
     try:
-        with open(path, encoding="utf-8") as current:
-            same = current.read() == content
-    except FileNotFoundError:
-        same = False
-    file_args = module.load_file_common_arguments({"path": path, "mode": module.params["mode"]})
-    if same:
-        changed = module.set_fs_attributes_if_different(file_args, False)
-        return {"changed": changed, "samples": samples}
-    if not module.check_mode:
-        # Not *.prom: the collector skips the temporary file while it is written.
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+        mode = int(str(module.params["mode"]), 8)
+    except ValueError:
+        module.fail_json(msg=f"mode must be octal such as '0644', got {module.params['mode']!r}")
+    if module.check_mode:
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(content)
-                out.flush()
-                os.fsync(out.fileno())
-            file_args["path"] = temporary
-            module.set_fs_attributes_if_different(file_args, False)
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
-    return {"changed": True, "samples": samples}
+            with open(path, encoding="utf-8") as current:
+                same = current.read() == content and (os.stat(path).st_mode & 0o7777) == mode
+        except FileNotFoundError:
+            same = False
+        return {"changed": not same, "samples": samples}
+    # Not *.prom: the collector skips the temporary file while it is written.
+    return {"changed": write_if_changed(path, content, mode, prefix=".", suffix=".tmp"), "samples": samples}
 
 
 def main() -> None:

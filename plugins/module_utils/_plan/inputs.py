@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
     SECRET_NAME_RE,
     looks_like_secret,
@@ -255,15 +256,6 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
     if setting.choices and text not in setting.choices:
         errors.append(f"{var} must be one of {', '.join(setting.choices)}, got {shown(text)}")
     return text
-
-
-def _plain(value: Any) -> Any:
-    """Plain dict/list copy of a mapping or sequence (ansible-core passes lazy containers)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
-        return [_plain(v) for v in value]
-    return value
 
 
 # Weight formats of vLLM's --quantization that a GGUF file cannot have (vllm/model_executor/layers/quantization).

@@ -1,0 +1,20 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Plain copies of the containers Ansible hands to plugins (lazy, tagged or unsafe mappings and lists)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def plain(value: Any) -> Any:
+    """A plain dict/list copy with string keys; strings, bytes and scalars are returned as they are.
+
+    The input is never mutated or deep-copied: ansible-core's lazy templating containers resolve on access.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [plain(v) for v in value]
+    return value
