@@ -31,20 +31,26 @@ description:
 author:
   - inferops.llm maintainers (@inferops)
 options: {}
+extends_documentation_fragment:
+  - inferops.llm.attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode gathers the same facts.
+    details: The module only reads; check mode gathers the same facts.
   diff_mode:
     support: none
-    description: Nothing changes, so there is no diff.
+    details: Nothing changes, so there is no diff.
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
-    description: Returns its results in RV(ansible_facts).
+    details: Returns its results in RV(ansible_facts).
+  idempotent:
+    support: full
   platform:
+    description: Target OS/families that can be operated against.
     platforms: posix
     support: full
-    description: Linux hosts (reads C(/sys)).
+    details: Linux hosts (reads C(/sys)).
 notes:
   - Fact injection can be off (C(inject_facts_as_vars=false)); read the results as
     C(ansible_facts['inferops_gpus']).

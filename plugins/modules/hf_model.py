@@ -104,18 +104,16 @@ options:
     description: Seconds to wait for the mirror to answer one request.
     type: int
     default: 60
+extends_documentation_fragment:
+  - inferops.llm.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Reports which files would be transferred and checks free space; with a branch revision or a commit
       seen for the first time, the Hub or mirror is asked for the file list (read only).
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation
-      indicates no change.
     support: full
 notes:
   - Only model repositories are handled (not datasets or spaces).

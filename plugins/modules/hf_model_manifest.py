@@ -48,16 +48,14 @@ options:
         10 MiB are LFS whatever their name. The default is the C(.gitattributes) of a new Hugging Face repository.
     type: list
     elements: str
+extends_documentation_fragment:
+  - inferops.llm.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation
-      indicates no change.
     support: full
 seealso:
   - module: inferops.llm.hf_model

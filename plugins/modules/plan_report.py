@@ -35,26 +35,9 @@ options:
     description: Permissions of the report files, as an octal string.
     type: raw
     default: "0644"
-attributes:
-  action:
-    description: Runs as an action plugin on the controller.
-    support: full
-    details: Everything happens in the action plugin; no module is sent to the host.
-  check_mode:
-    description: Can run in check mode.
-    support: full
-    details: The reports are written in check mode too; they only touch the controller.
-  diff_mode:
-    description: Returns details on what changed.
-    support: none
-  idempotent:
-    description: A second run with the same plan changes nothing.
-    support: full
-  platform:
-    description: Target platforms.
-    platforms: posix
-    support: full
-    details: Writes to the controller's file system.
+extends_documentation_fragment:
+  - inferops.llm.attributes
+  - inferops.llm.attributes.controller_reports
 seealso:
   - plugin: inferops.llm.host_plan
     plugin_type: filter

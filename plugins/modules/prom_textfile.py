@@ -32,16 +32,14 @@ options:
     description: Permissions of the file, in octal.
     type: raw
     default: "0644"
+extends_documentation_fragment:
+  - inferops.llm.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Returns details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation
-      indicates no change.
     support: full
 seealso:
   - module: ansible.builtin.copy
