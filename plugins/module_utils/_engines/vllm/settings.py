@@ -237,8 +237,21 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     return resolved
 
 
-def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any]) -> Dict[str, Entry]:
-    """The plan's values for settings the inventory left unset that do not depend on the memory budget."""
+# Settings the plan chooses for a model family that the inventory can switch off with the value "none"
+# (an empty value means "unset": the plan's choice stands).
+SWITCH_OFF = "none"
+SWITCHABLE = ("tool_call_parser", "reasoning_parser")
+
+
+def _switched_off(inventory: Mapping[str, Any]) -> frozenset:
+    return frozenset(name for name in SWITCHABLE if str(inventory.get(name) or "").strip().lower() == SWITCH_OFF)
+
+
+def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: frozenset = frozenset()) -> Dict[str, Entry]:
+    """The plan's values for settings the inventory left unset that do not depend on the memory budget.
+
+    off: settings the inventory switched off (``vllm_<name>: none``): no value, whatever the family.
+    """
     vv, ver = ctx.version, ctx.version.number
     arch = _arch_dict(ctx.checkpoint)
     hybrid = bool(arch.get("is_hybrid"))
@@ -252,7 +265,9 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any]) -> Dict[st
         out[name] = _entry(value, source, reason)
 
     family = FAMILIES.get(model_family(arch, ctx.repo) or "")
-    if not given("tool_call_parser"):
+    for name in off:
+        choose(name, None, f"switched off in the inventory (vllm_{name}: {SWITCH_OFF})", "inventory")
+    if not given("tool_call_parser") and "tool_call_parser" not in off:
         parser = _first_available(TOOL_PARSERS, family.tool, ver) if family else None
         if parser:
             choose("tool_call_parser", parser, f"{family.name} family: {family.note}")
@@ -266,7 +281,7 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any]) -> Dict[st
             "tool calling on with the family's parser" if on else "off: no parser for this family",
             "chosen" if on else "default",
         )
-    if not given("reasoning_parser"):
+    if not given("reasoning_parser") and "reasoning_parser" not in off:
         parser = _first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
         if parser:
             choose("reasoning_parser", parser, f"{family.name} family emits <think> blocks split by '{parser}'")
@@ -326,8 +341,9 @@ def resolve_vllm_settings(
     inventory: the settings set in the inventory (validated, snake_case names). budget_choices: values that
     ``refine_with_budget`` chose from a budget of an earlier resolution (max_num_batched_tokens, max_num_seqs).
     """
-    given = {name: value for name, value in inventory.items() if not _unset(value)}
-    chosen = _plan_choices(ctx, given)
+    off = _switched_off(inventory)
+    given = {name: value for name, value in inventory.items() if not _unset(value) and name not in off}
+    chosen = _plan_choices(ctx, given, off)
     defaults = batch_defaults(ctx.version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
     for name in ("max_num_batched_tokens", "max_num_seqs"):
         if name not in given:
@@ -442,6 +458,8 @@ def settings_section(
                 "inventory",
                 "auto (-1): the longest length whose request fits the KV cache",
             )
+        elif name in _switched_off(inventory) and entry is not None:
+            result[name] = entry
         elif not _unset(inventory.get(name)):
             result[name] = _entry(inventory[name], "inventory")
         elif setting.flag in (layout.get("flags") or []):

@@ -62,3 +62,24 @@ def test_an_argv_that_cannot_be_a_config_file_is_refused():
 def test_the_ollama_role_renders_the_schema_the_plan_writes():
     role_vars = Path(__file__).resolve().parents[5] / "roles" / "ollama" / "vars" / "main.yml"
     assert yaml.safe_load(role_vars.read_text(encoding="utf-8"))["_ollama_service_schema"] == SERVICE_SCHEMA
+
+
+def test_none_switches_off_the_parsers_the_family_would_get():
+    variables, hardware = example("bf16-4x3090")
+    chosen = build_plan(variables, hardware)
+    assert chosen["service"]["config"]["tool-call-parser"] and chosen["service"]["config"]["reasoning-parser"]
+    plan = build_plan(dict(variables, vllm_tool_call_parser="none", vllm_reasoning_parser="None"), hardware)
+    config = plan["service"]["config"]
+    assert not {"tool-call-parser", "reasoning-parser", "enable-auto-tool-choice"} & set(config)
+    for name in ("tool_call_parser", "reasoning_parser"):
+        entry = plan["settings"][name]
+        assert (entry["value"], entry["source"]) == (None, "inventory")
+        assert f"vllm_{name}: none" in entry["reason"]
+    assert plan["service"]["errors"] == []
+    assert not [c for c in plan["checks"] if c["id"] in ("tool-call-parser", "reasoning-parser")]
+
+
+def test_an_empty_parser_keeps_the_plans_choice():
+    variables, hardware = example("bf16-4x3090")
+    chosen = build_plan(variables, hardware)["settings"]["tool_call_parser"]
+    assert build_plan(dict(variables, vllm_tool_call_parser=""), hardware)["settings"]["tool_call_parser"] == chosen
