@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.engine_version_error, model_repo_error and unit_value_errors filters (documented in their .yml files).
+"""The inferops.llm engine_version_error, model_repo_error and unit_value_errors filters (see their .yml files).
 
 The engine roles' preflight checks, with the grammar and the rules the plan uses (_core/versions.py,
 _core/safety.py), so that the plan and the roles accept the same values.

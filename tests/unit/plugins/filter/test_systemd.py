@@ -24,7 +24,9 @@ def test_read_only_mapping_and_non_string_values():
     assert FILTERS["systemd_environment"](None) == []
 
 
-@pytest.mark.parametrize(("env", "message"), [(["A=1"], "expects a mapping"), ({"A": "x\ny"}, "A contains a line break")])
+@pytest.mark.parametrize(
+    ("env", "message"), [(["A=1"], "expects a mapping"), ({"A": "x\ny"}, "A contains a line break")]
+)
 def test_errors_become_filter_errors(env, message):
     with pytest.raises(AnsibleFilterError, match=message):
         FILTERS["systemd_environment"](env)
