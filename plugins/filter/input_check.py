@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.engine_version_error and inferops.llm.unit_value_errors filters (documented in their .yml files).
+"""The inferops.llm engine_version_error, model_repo_error and unit_value_errors filters (see their .yml files).
 
 The engine roles' preflight checks, with the grammar and the rules the plan uses (_core/versions.py,
 _core/safety.py), so that the plan and the roles accept the same values.
@@ -21,6 +21,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.versions import
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import (
     engine_version_error as _engine_version_error,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import repo_error
 
 # One word in a unit: no whitespace (it would split ExecStart= or ReadWritePaths=), no quotes or backslash.
 _WORD_RE = re.compile(r"[^\s\"'\\]+")
@@ -31,6 +32,11 @@ def engine_version_error(version: t.Any, engine: t.Any, variable: t.Any = "") ->
     if engine not in ENGINE_VERSION_PATTERNS:
         raise AnsibleFilterError(f"engine_version_error: engine must be one of {', '.join(ENGINE_VERSION_PATTERNS)}")
     return _engine_version_error(str(engine), version, str(variable or ""))
+
+
+def model_repo_error(repo: t.Any, variable: t.Any = "inferops_model.repo") -> str:
+    """Why repo is not a Hugging Face model id ("" when it is), naming the variable, as the plan checks it."""
+    return repo_error(repo, str(variable or "inferops_model.repo"))
 
 
 def unit_value_errors(values: t.Any, words: t.Any = (), escaped: t.Any = ()) -> list[str]:
@@ -64,4 +70,8 @@ def unit_value_errors(values: t.Any, words: t.Any = (), escaped: t.Any = ()) -> 
 
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {"engine_version_error": engine_version_error, "unit_value_errors": unit_value_errors}
+        return {
+            "engine_version_error": engine_version_error,
+            "model_repo_error": model_repo_error,
+            "unit_value_errors": unit_value_errors,
+        }

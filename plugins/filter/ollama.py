@@ -50,12 +50,6 @@ def ollama_environment(settings: t.Any, options: t.Any) -> dict[str, str]:
 
 
 @_wrap
-def ollama_systemd_environment(env: t.Any) -> list[str]:
-    """Environment= values quoted for a systemd unit."""
-    return ollama_render.systemd_environment_lines(_plain(env, "environment"))
-
-
-@_wrap
 def ollama_modelfile(source: t.Any, settings: t.Any, options: t.Any, profile: t.Any = None) -> dict[str, t.Any]:
     """Modelfile text and its PARAMETER set for one model (profile) over a GGUF."""
     profile_map = _plain(profile, "profile")
@@ -79,7 +73,6 @@ class FilterModule:
         return {
             "ollama_archive_name": ollama_archive_name,
             "ollama_environment": ollama_environment,
-            "ollama_systemd_environment": ollama_systemd_environment,
             "ollama_modelfile": ollama_modelfile,
             "ollama_model_drift": ollama_model_drift,
         }

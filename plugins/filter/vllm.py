@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm vllm_serve_config, vllm_startup_report and vllm_start_timeout filters (documented in .yml files)."""
+"""The inferops.llm vllm_startup_report and vllm_start_timeout filters (documented in .yml files)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_config
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
 
@@ -21,20 +20,6 @@ def _optional_float(value: t.Any, name: str) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         raise AnsibleFilterError(f"vllm_startup_report: {name} must be a number, got {value!r}") from None
-
-
-def vllm_serve_config(command: t.Any, host: t.Any, port: t.Any, model: t.Any = None) -> dict[str, t.Any]:
-    """The `vllm serve --config` mapping for the plan's command, listening on host:port."""
-    if isinstance(command, (str, bytes)) or not isinstance(command, Sequence):
-        raise AnsibleFilterError(
-            f"vllm_serve_config expects the plan's command as a list, not a {type(command).__name__}"
-        )
-    try:
-        return serve_config(list(command), str(host), int(port), None if model in (None, "") else str(model))
-    except ServeConfigError as error:
-        raise AnsibleFilterError(f"vllm_serve_config: {error}") from error
-    except (TypeError, ValueError) as error:
-        raise AnsibleFilterError(f"vllm_serve_config: port must be an integer, got {port!r}") from error
 
 
 def vllm_startup_report(
@@ -73,7 +58,6 @@ def vllm_start_timeout(weights_bytes: t.Any, repo: t.Any, measured: t.Any = None
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
-            "vllm_serve_config": vllm_serve_config,
             "vllm_startup_report": vllm_startup_report,
             "vllm_start_timeout": vllm_start_timeout,
         }

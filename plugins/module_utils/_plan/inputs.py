@@ -34,6 +34,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli imp
     parse_extra_args,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import REPO_ID_RE
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
 from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
     DEFAULT_CONTEXT_TOKENS,
@@ -46,7 +47,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
 
-_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A host name or address for ollama_host: letters, digits, dots, dashes, colons (IPv6), brackets.
@@ -292,6 +292,14 @@ def revision_error(revision: str) -> str:
     return ""
 
 
+def repo_error(repo: Any, var: str = "inferops_model.repo") -> str:
+    """Why repo is not a Hugging Face model id ("" when it is), naming the variable: the one check of the
+    plan and the model_download role (filter inferops.llm.model_repo_error)."""
+    if not isinstance(repo, str) or not REPO_ID_RE.fullmatch(repo) or ".." in repo or looks_like_secret(repo):
+        return f"{var} must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {shown(repo)}"
+    return ""
+
+
 def _relative_path_error(path: str) -> str:
     """Why a path is not a plain relative path inside a directory ("" when it is)."""
     if path.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:", path):
@@ -315,9 +323,9 @@ def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") 
     unknown = sorted(set(model) - set(_MODEL_KEYS))
     if unknown:
         errors.append(_unknown_keys_message(var, unknown, _MODEL_KEYS))
-    repo = model.get("repo")
-    if not isinstance(repo, str) or not _REPO_RE.fullmatch(repo) or ".." in repo or looks_like_secret(repo):
-        errors.append(f"{var}.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {shown(repo)}")
+    problem = repo_error(model.get("repo"), f"{var}.repo")
+    if problem:
+        errors.append(problem)
     revision = model.get("revision")
     if not isinstance(revision, str) or not revision.strip():
         errors.append(f"{var}.revision is required: the commit sha to pin (a branch or tag is accepted with a warning)")

@@ -12,8 +12,6 @@ plan's Ollama settings (``inferops_plan.settings``; a value may be given as ``{"
 ``context_length``... which win over the plan). Unset values are left out so Ollama's own
 default applies.
 
-``systemd_environment_lines(env) -> list``: ``Environment=`` values quoted for a unit file.
-
 ``modelfile_parameters(settings, options, profile) -> dict`` and ``ollama_modelfile(source,
 parameters, system=None, template=None) -> str``: the Modelfile of an imported GGUF.
 
@@ -106,17 +104,6 @@ def ollama_environment(settings: Mapping[str, Any], options: Mapping[str, Any]) 
             raise OllamaRenderError(f"ollama_environment_extra: {name!r} is not an environment variable name")
         env[str(name)] = str(value)
     return env
-
-
-def systemd_environment_lines(env: Mapping[str, Any]) -> List[str]:
-    """``"NAME=value"`` double-quoted for ``Environment=``: backslash and quote escaped, % doubled."""
-    lines = []
-    for name, value in env.items():
-        text = f"{name}={value}".replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-        if any(c in text for c in "\r\n\x00"):
-            raise OllamaRenderError(f"environment variable {name} contains a line break (CR, LF) or a NUL byte")
-        lines.append(f'"{text}"')
-    return lines
 
 
 #: Modelfile PARAMETER names Ollama accepts (api/types.go Options), with the type it parses.

@@ -46,20 +46,6 @@ def _value(text: str) -> Any:
     return parsed
 
 
-def serve_config(command: Sequence[str], host: str, port: int, model: Optional[str] = None) -> Dict[str, Any]:
-    """The config-file mapping for a `vllm serve MODEL --flag value ...` argv.
-
-    host, port: where the server listens (the role's vllm_host and vllm_port).
-    model: what to serve instead of the argv's positional model (e.g. a local snapshot path).
-    Raises ServeConfigError for argv it cannot carry over faithfully.
-    """
-    options = serve_options(command)
-    config: Dict[str, Any] = {"model": model or options.pop("model"), "host": host, "port": int(port)}
-    options.pop("model", None)
-    config.update(options)
-    return config
-
-
 def serve_options(command: Sequence[str]) -> Dict[str, Any]:
     """The host-independent part of the config mapping: ``model`` and every option of the argv.
 

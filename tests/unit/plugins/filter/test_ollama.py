@@ -16,7 +16,6 @@ def test_filters_are_registered():
     assert set(FILTERS) == {
         "ollama_archive_name",
         "ollama_environment",
-        "ollama_systemd_environment",
         "ollama_modelfile",
         "ollama_model_drift",
     }
@@ -33,10 +32,9 @@ def test_modelfile_from_read_only_mappings():
     assert result["parameters"].__class__ is dict
 
 
-def test_environment_and_systemd_lines():
+def test_environment():
     env = FILTERS["ollama_environment"]({}, {"host": "0.0.0.0:11434", "gpus": (1,)})
     assert env == {"OLLAMA_HOST": "0.0.0.0:11434", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
-    assert FILTERS["ollama_systemd_environment"](env)[-1] == '"CUDA_VISIBLE_DEVICES=1"'
 
 
 def test_errors_become_filter_errors():

@@ -6,7 +6,6 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.vllm import (
-    vllm_serve_config,
     vllm_start_timeout,
     vllm_startup_report,
 )
@@ -32,19 +31,6 @@ def test_startup_report_overhead_from_string_arguments():
 def test_startup_report_rejects_bad_input(log, args):
     with pytest.raises(AnsibleFilterError):
         vllm_startup_report(log, *args)
-
-
-def test_serve_config_errors_name_the_variable():
-    with pytest.raises(AnsibleFilterError, match="vllm_port"):
-        vllm_serve_config(["vllm", "serve", "m", "--port", "1"], "127.0.0.1", 8000)
-    with pytest.raises(AnsibleFilterError, match="as a list"):
-        vllm_serve_config("vllm serve m", "127.0.0.1", 8000)
-    with pytest.raises(AnsibleFilterError, match="port must be an integer"):
-        vllm_serve_config(["vllm", "serve", "m"], "127.0.0.1", "http")
-
-
-def test_serve_config_empty_model_means_the_plans_model():
-    assert vllm_serve_config(["vllm", "serve", "m"], "127.0.0.1", 8000, "")["model"] == "m"
 
 
 def test_start_timeout_takes_the_fact_as_the_role_writes_it():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_config
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_options
 
 COMMAND = [
     "vllm",
@@ -28,12 +28,10 @@ COMMAND = [
 
 
 def test_plan_command_becomes_config_keys_in_order():
-    config = serve_config(COMMAND, "127.0.0.1", 8000)
-    assert list(config)[:3] == ["model", "host", "port"]
+    config = serve_options(COMMAND)
+    assert list(config)[:2] == ["model", "revision"]
     assert config == {
         "model": "Qwen/Qwen3.6-35B-A3B",
-        "host": "127.0.0.1",
-        "port": 8000,
         "revision": "0123456789abcdef0123456789abcdef01234567",
         "max-model-len": 65536,
         "gpu-memory-utilization": 0.92,
@@ -47,27 +45,17 @@ def test_plan_command_becomes_config_keys_in_order():
 
 
 def test_values_that_would_change_meaning_in_yaml_stay_text():
-    config = serve_config(
-        ["vllm", "serve", "m", "--a", "true", "--b", "[1, 2]", "--c", "null", "--d", "1e3", "--e", "007", "--f", "-1"],
-        "127.0.0.1",
-        8000,
+    config = serve_options(
+        ["vllm", "serve", "m", "--a", "true", "--b", "[1, 2]", "--c", "null", "--d", "1e3", "--e", "007", "--f", "-1"]
     )
     assert (config["a"], config["b"], config["c"], config["d"], config["e"]) == ("true", "[1, 2]", "null", "1e3", "007")
     assert config["f"] == -1
 
 
 def test_inline_values_several_values_and_underscores():
-    config = serve_config(
-        ["vllm", "serve", "m", "--max_num_seqs=64", "--cudagraph-capture-sizes", "1", "2", "4"], "0.0.0.0", "9000"
-    )
+    config = serve_options(["vllm", "serve", "m", "--max_num_seqs=64", "--cudagraph-capture-sizes", "1", "2", "4"])
     assert config["max-num-seqs"] == 64
     assert config["cudagraph-capture-sizes"] == [1, 2, 4]
-    assert config["port"] == 9000
-
-
-def test_model_override_for_a_local_snapshot():
-    config = serve_config(["vllm", "serve", "Qwen/Qwen3-8B"], "127.0.0.1", 8000, model="/srv/hf/snapshots/abc")
-    assert config["model"] == "/srv/hf/snapshots/abc"
 
 
 @pytest.mark.parametrize(
@@ -86,4 +74,4 @@ def test_model_override_for_a_local_snapshot():
 )
 def test_commands_that_cannot_be_carried_over(argv, message):
     with pytest.raises(ServeConfigError, match=message):
-        serve_config(argv, "127.0.0.1", 8000)
+        serve_options(argv)

@@ -1,0 +1,29 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The inferops.llm.model_repo_error filter: the plan's repository check, for the model_download role."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.filter.input_check import FilterModule
+
+FILTERS = FilterModule().filters()
+
+GOOD = ["Qwen/Qwen3-8B", "HuggingFaceTB/SmolLM2-135M-Instruct", "org/name.v1_2-x"]
+BAD = [None, "", "Qwen3-8B", "org/../x", "-org/name", "org/name/extra", "org name/x", 42]
+
+
+@pytest.mark.parametrize("repo", GOOD)
+def test_model_ids_pass(repo):
+    assert FILTERS["model_repo_error"](repo) == ""
+
+
+@pytest.mark.parametrize("repo", BAD)
+def test_other_values_are_refused_naming_the_variable_and_an_id_that_passes(repo):
+    message = FILTERS["model_repo_error"](repo)
+    assert message.startswith("inferops_model.repo must be a Hugging Face repository id such as Qwen/Qwen3-8B")
+
+
+def test_the_variable_named_can_be_chosen():
+    assert FILTERS["model_repo_error"]("x", "my_model.repo").startswith("my_model.repo must be")
