@@ -90,20 +90,32 @@ unit_state:
   type: dict
   returned: always
   contains:
-    ActiveState: {description: e.g. C(active), C(activating), C(failed)., type: str}
-    SubState: {description: e.g. C(running), C(auto-restart)., type: str}
-    Result: {description: e.g. C(success), C(exit-code)., type: str}
-    ExecMainStatus: {description: Exit status of the main process, C(0) while it runs., type: str}
-    NRestarts: {description: Automatic restarts since the unit was last started by hand., type: str}
-    InvocationID: {description: Identifier of the current start., type: str}
+    ActiveState:
+      description: For example C(active), C(activating) or C(failed).
+      type: str
+    SubState:
+      description: For example C(running) or C(auto-restart).
+      type: str
+    Result:
+      description: For example C(success) or C(exit-code).
+      type: str
+    ExecMainStatus:
+      description: Exit status of the main process; C(0) while it runs.
+      type: str
+    NRestarts:
+      description: Automatic restarts since the unit was last started by hand.
+      type: str
+    InvocationID:
+      description: Identifier of the current start.
+      type: str
 """
 
 import time
 import urllib.error
-import urllib.request
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "InvocationID")
 
@@ -196,7 +208,7 @@ def _result(start, clock, status, polls, state, failure) -> Dict[str, Any]:
 
 def http_status(url: str, request_timeout: float) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=request_timeout) as response:  # nosec B310 (the role's URL)
+        with open_url(url, timeout=request_timeout) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return int(error.code)
