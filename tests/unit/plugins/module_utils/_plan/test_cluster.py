@@ -69,6 +69,11 @@ def test_two_hosts_of_four_gpus_run_tp_inside_and_pp_across():
     assert worker["environment"]["VLLM_HOST_IP"] == "10.0.0.12"
     assert head["settings"]["distributed_executor_backend"]["value"] == "ray"
     assert "--distributed-executor-backend" in head["command"] and "--nnodes" not in head["command"]
+    # the contract the vllm role renders: the Ray backend and the layout in the config, the cluster's address
+    assert head["service"]["config"]["distributed-executor-backend"] == "ray"
+    assert head["service"]["config"]["tensor-parallel-size"] * head["service"]["config"]["pipeline-parallel-size"] == 8
+    assert head["service"]["environment"]["RAY_ADDRESS"] == "10.0.0.11:6379"
+    assert "RAY_ADDRESS" not in worker["service"]["environment"] and "RAY_ADDRESS" not in head["environment"]
 
 
 def test_the_mp_backend_uses_vllms_own_launcher():
@@ -78,6 +83,18 @@ def test_the_mp_backend_uses_vllms_own_launcher():
     assert worker[worker.index("--nnodes") + 1] == "2" and worker[worker.index("--node-rank") + 1] == "1"
     assert worker[worker.index("--master-addr") + 1] == "10.0.0.11" and "--headless" in worker
     assert plans["ws-a"]["plan"]["cluster"]["ray_start"] == []
+    assert "--master-port" not in worker  # vLLM's default, 29501
+    assert "RAY_ADDRESS" not in plans["ws-a"]["plan"]["service"]["environment"]
+
+
+def test_the_mp_backend_passes_a_master_port_other_than_vllms_default():
+    members = [
+        node(h, a, inferops_cluster_backend="mp", inferops_cluster_master_port=29600)
+        for h, a in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12"))
+    ]
+    for entry in plan_fleet(members).values():
+        config = entry["plan"]["service"]["config"]
+        assert config["master-port"] == 29600 and config["master-addr"] == "10.0.0.11"
 
 
 CASES = [
