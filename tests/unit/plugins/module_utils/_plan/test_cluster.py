@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 RTX4090 = {
@@ -154,3 +155,13 @@ def test_hosts_outside_a_cluster_are_planned_alone():
     assert "cluster" not in plans["solo"]["plan"]
     bad = Member(host="bad", variables={"inferops_engine": "tgi"}, hardware=single.hardware)
     assert plan_fleet([bad])["bad"]["errors"][0].startswith("inferops_engine")
+
+
+def test_the_report_shows_each_nodes_part_in_the_cluster():
+    plans = plan_fleet([node("ws-a", "10.0.0.11"), node("ws-b", "10.0.0.12")])
+    worker = render_markdown(plans["ws-b"]["plan"])
+    assert "| role | worker (rank 1; head ws-a) |" in worker and "runs Ray only" in worker
+    assert "ray start --address 10.0.0.11:6379 --node-ip-address 10.0.0.12 --num-gpus 4 --block" in worker
+    head = render_markdown(plans["ws-a"]["plan"])
+    assert "| role | head (rank 0; head ws-a) |" in head and "runs Ray only" not in head
+    assert "## Cluster" not in render_markdown(plan_fleet([node("solo", "10.0.0.9", inferops_cluster="")])["solo"]["plan"])
