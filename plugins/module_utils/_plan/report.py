@@ -223,4 +223,4 @@ def _cluster_markdown(cluster: Optional[Mapping[str, Any]]) -> List[str]:
     )
     if cluster.get("ray_start"):
         lines += ["", "```sh", " ".join(shlex.quote(str(arg)) for arg in cluster["ray_start"]), "```"]
-    return lines + [""]
+    return [*lines, ""]

@@ -164,4 +164,5 @@ def test_the_report_shows_each_nodes_part_in_the_cluster():
     assert "ray start --address 10.0.0.11:6379 --node-ip-address 10.0.0.12 --num-gpus 4 --block" in worker
     head = render_markdown(plans["ws-a"]["plan"])
     assert "| role | head (rank 0; head ws-a) |" in head and "runs Ray only" not in head
-    assert "## Cluster" not in render_markdown(plan_fleet([node("solo", "10.0.0.9", inferops_cluster="")])["solo"]["plan"])
+    solo = plan_fleet([node("solo", "10.0.0.9", inferops_cluster="")])["solo"]["plan"]
+    assert "## Cluster" not in render_markdown(solo)
