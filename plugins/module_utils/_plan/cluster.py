@@ -80,6 +80,8 @@ class ClusterContext:
         result: Dict[str, Any] = {"nnodes": self.nnodes, "node_rank": self.node_rank, "launcher": self.backend}
         if self.backend == "mp" and self.head_address:
             result["master_addr"] = self.head_address
+        if self.backend == "mp" and self.master_port != DEFAULT_MASTER_PORT:
+            result["master_port"] = self.master_port
         return result
 
     def environment(self) -> Dict[str, str]:

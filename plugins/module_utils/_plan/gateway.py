@@ -430,14 +430,15 @@ def plan_fleet_gateway(
     gateway_variables: Mapping[str, Any],
     keyed: Sequence[str] = (),
 ) -> Dict[str, Any]:
-    """The gateway of an inventory: every planned engine host as a backend, the gateway host's profiles.
+    """The gateway of an inventory: every planned engine host (of a cluster, its head) as a backend, the profiles.
 
     gateway_variables: the gateway host's ``gateway_profiles`` and ``gateway_backends``. Raises
     GatewayInputError for malformed entries.
     """
     endpoints = fleet_endpoints(engine_hosts, gateway_host, keyed)
     for host, plan in plans.items():
-        if host in endpoints:
+        # A worker of a multi-host deployment serves no API: the cluster's head is its one endpoint.
+        if host in endpoints and (plan.get("cluster") or {}).get("role") != "worker":
             engine = plan.get("engine")
             endpoints[host]["port"] = endpoints[host]["ollama_port" if engine == "ollama" else "vllm_port"]
     usable = {host: endpoint for host, endpoint in endpoints.items() if "port" in endpoint}

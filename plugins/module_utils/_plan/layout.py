@@ -577,6 +577,8 @@ def finish_layout(search: LayoutSearch, result: Mapping[str, Any]) -> Dict[str, 
         flags += ["--nnodes", str(nnodes), "--node-rank", str(search.node_rank)]
         if (multi_node or {}).get("master_addr"):
             flags += ["--master-addr", str(multi_node["master_addr"])]
+        if (multi_node or {}).get("master_port"):
+            flags += ["--master-port", str(multi_node["master_port"])]
         if search.node_rank > 0:
             flags.append("--headless")
     reason = result["reason"]

@@ -200,4 +200,27 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
     environment: Optional[Mapping[str, Any]] = plan.get("environment")
     lines += [f"{name}={shlex.quote(str(value))} \\" for name, value in (environment or {}).items()]
     lines += [" ".join(shlex.quote(str(arg)) for arg in plan.get("command") or []), "```", ""]
+    lines += _cluster_markdown(plan.get("cluster"))
     return "\n".join(lines)
+
+
+def _cluster_markdown(cluster: Optional[Mapping[str, Any]]) -> List[str]:
+    """The node's part in a multi-host deployment (plan ``cluster``), empty for a host on its own."""
+    if not cluster:
+        return []
+    lines = ["## Cluster", ""]
+    if cluster.get("backend") == "ray" and cluster.get("role") == "worker":
+        lines += ["This node runs Ray only: the vLLM server on the head places its ranks here.", ""]
+    lines += _markdown_table(
+        ("item", "value"),
+        [
+            ("cluster", f"{cluster.get('name')} ({cluster.get('nnodes')} nodes, backend {cluster.get('backend')})"),
+            ("role", f"{cluster.get('role')} (rank {cluster.get('node_rank')}; head {cluster.get('head')})"),
+            ("address", f"{cluster.get('address')} on {cluster.get('interface') or 'the default route'}"),
+            ("head address", cluster.get("head_address")),
+            ("ports", ", ".join(f"{name} {port}" for name, port in (cluster.get("ports") or {}).items())),
+        ],
+    )
+    if cluster.get("ray_start"):
+        lines += ["", "```sh", " ".join(shlex.quote(str(arg)) for arg in cluster["ray_start"]), "```"]
+    return [*lines, ""]

@@ -46,6 +46,11 @@ def service_section(plan: Mapping[str, Any]) -> Dict[str, Any]:
         "argv": argv,
         "errors": errors,
     }
+    cluster = plan.get("cluster") or {}
+    if cluster.get("backend") == "ray" and cluster.get("role") == "head" and cluster.get("head_address"):
+        # vLLM's Ray executor joins the running cluster (ray.init("auto") reads RAY_ADDRESS) instead of
+        # looking for a local session under /tmp, which the hardened unit's PrivateTmp hides.
+        section["environment"]["RAY_ADDRESS"] = f"{cluster['head_address']}:{cluster['ports']['ray']}"
     if plan.get("start"):
         section["start_timeout_s"] = int(plan["start"]["timeout_s"])
     return section

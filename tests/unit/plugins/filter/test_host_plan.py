@@ -159,3 +159,37 @@ def test_plan_playbook_fails_at_the_end_after_writing_every_report(tmp_path):
     table = result.stdout.index("| host ")
     assert result.stdout.index("ollama-kv-quantized-without-fa: ") > table  # the failure comes after the table
     assert "no plan" in result.stdout[table:]
+
+
+def _site_plan(tmp_path, limit):
+    """`site.yml --tags plan --limit LIMIT` on the example inventory, facts gathered from this machine."""
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        ANSIBLE_INJECT_FACT_VARS="false",
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        NO_COLOR="1",
+    )
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", "inventories/example", "playbooks/site.yml", "--tags", "plan", "--limit", limit]
+    argv += ["-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
+    argv += ["-e", f"inferops_plan_dir={tmp_path}/plans"]
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def test_site_plans_the_nodes_of_a_cluster_together(tmp_path):
+    result = _site_plan(tmp_path, "lab")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    head = json.loads((tmp_path / "plans" / "ws-a.json").read_text())
+    worker = json.loads((tmp_path / "plans" / "ws-b.json").read_text())
+    assert (head["cluster"]["role"], worker["cluster"]["role"]) == ("head", "worker")
+    assert head["service"]["config"]["distributed-executor-backend"] == "ray"
+    assert head["service"]["environment"]["RAY_ADDRESS"] == "10.0.0.11:6379"
+    assert worker["cluster"]["ray_start"][:4] == ["ray", "start", "--address", "10.0.0.11:6379"]
+
+
+def test_site_refuses_a_play_without_every_node_of_the_cluster(tmp_path):
+    result = _site_plan(tmp_path, "ws-b")
+    assert result.returncode != 0
+    assert "inferops_cluster lab: ws-a of the inventory are not in this play" in result.stdout
+    assert not (tmp_path / "plans").exists()

@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 RTX4090 = {
@@ -69,6 +70,11 @@ def test_two_hosts_of_four_gpus_run_tp_inside_and_pp_across():
     assert worker["environment"]["VLLM_HOST_IP"] == "10.0.0.12"
     assert head["settings"]["distributed_executor_backend"]["value"] == "ray"
     assert "--distributed-executor-backend" in head["command"] and "--nnodes" not in head["command"]
+    # the contract the vllm role renders: the Ray backend and the layout in the config, the cluster's address
+    assert head["service"]["config"]["distributed-executor-backend"] == "ray"
+    assert head["service"]["config"]["tensor-parallel-size"] * head["service"]["config"]["pipeline-parallel-size"] == 8
+    assert head["service"]["environment"]["RAY_ADDRESS"] == "10.0.0.11:6379"
+    assert "RAY_ADDRESS" not in worker["service"]["environment"] and "RAY_ADDRESS" not in head["environment"]
 
 
 def test_the_mp_backend_uses_vllms_own_launcher():
@@ -78,6 +84,18 @@ def test_the_mp_backend_uses_vllms_own_launcher():
     assert worker[worker.index("--nnodes") + 1] == "2" and worker[worker.index("--node-rank") + 1] == "1"
     assert worker[worker.index("--master-addr") + 1] == "10.0.0.11" and "--headless" in worker
     assert plans["ws-a"]["plan"]["cluster"]["ray_start"] == []
+    assert "--master-port" not in worker  # vLLM's default, 29501
+    assert "RAY_ADDRESS" not in plans["ws-a"]["plan"]["service"]["environment"]
+
+
+def test_the_mp_backend_passes_a_master_port_other_than_vllms_default():
+    members = [
+        node(h, a, inferops_cluster_backend="mp", inferops_cluster_master_port=29600)
+        for h, a in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12"))
+    ]
+    for entry in plan_fleet(members).values():
+        config = entry["plan"]["service"]["config"]
+        assert config["master-port"] == 29600 and config["master-addr"] == "10.0.0.11"
 
 
 CASES = [
@@ -137,3 +155,14 @@ def test_hosts_outside_a_cluster_are_planned_alone():
     assert "cluster" not in plans["solo"]["plan"]
     bad = Member(host="bad", variables={"inferops_engine": "tgi"}, hardware=single.hardware)
     assert plan_fleet([bad])["bad"]["errors"][0].startswith("inferops_engine")
+
+
+def test_the_report_shows_each_nodes_part_in_the_cluster():
+    plans = plan_fleet([node("ws-a", "10.0.0.11"), node("ws-b", "10.0.0.12")])
+    worker = render_markdown(plans["ws-b"]["plan"])
+    assert "| role | worker (rank 1; head ws-a) |" in worker and "runs Ray only" in worker
+    assert "ray start --address 10.0.0.11:6379 --node-ip-address 10.0.0.12 --num-gpus 4 --block" in worker
+    head = render_markdown(plans["ws-a"]["plan"])
+    assert "| role | head (rank 0; head ws-a) |" in head and "runs Ray only" not in head
+    solo = plan_fleet([node("solo", "10.0.0.9", inferops_cluster="")])["solo"]["plan"]
+    assert "## Cluster" not in render_markdown(solo)

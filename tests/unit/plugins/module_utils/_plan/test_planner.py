@@ -11,7 +11,9 @@ import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import resolved
+from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     PlanInputError,
     input_errors,
@@ -401,7 +403,8 @@ EXAMPLE = Path(__file__).resolve().parents[5] / "inventories" / "example"
 def example(host: str):
     """(variables, hardware) of a host of the bundled example inventory."""
     variables = yaml.safe_load((EXAMPLE / "host_vars" / f"{host}.yml").read_text())
-    group = "ollama" if variables.get("ollama_version") else "vllm"
+    groups = yaml.safe_load((EXAMPLE / "hosts.yml").read_text())["all"]["children"]
+    (group, *_others) = [name for name, content in groups.items() if host in content["hosts"] and name != "gateway"]
     variables.update(yaml.safe_load((EXAMPLE / "group_vars" / f"{group}.yml").read_text()))
     hardware = {
         "gpus": variables["inferops_gpus"],
@@ -459,10 +462,13 @@ def test_vllm_settings_sources_and_the_rendered_service():
 
 
 def test_the_documented_deployments_pass_their_checks():
+    # The nodes of a cluster (inferops_cluster) are planned together, as plan.yml and the plan role do.
+    members = []
     for host_vars in sorted((EXAMPLE / "host_vars").glob("*.yml")):
         variables, hardware = example(host_vars.stem)
-        plan = build_plan(variables, hardware, host=host_vars.stem)
-        assert ids(plan, "error") == set(), (host_vars.stem, plan["checks"])
+        members.append(Member(host=host_vars.stem, variables=variables, hardware=hardware))
+    for host, entry in plan_fleet(members).items():
+        assert ids(entry["plan"], "error") == set(), (host, entry["plan"]["checks"])
 
 
 def test_old_settings_carried_over_to_a_hybrid_model_fail_as_in_the_write_up():
