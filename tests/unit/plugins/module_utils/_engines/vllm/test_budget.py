@@ -404,6 +404,25 @@ def test_gpt_oss_120b_on_one_h100_is_no_memory_error_with_flashinfer_on_0_10_2()
     assert "vllm_no_kv_cache_memory" in {f["id"] for f in native["findings"]}
 
 
+def test_gpt_oss_120b_at_0_10_2_release_defaults_is_refused_even_with_the_logged_overhead():
+    # Issue 17 claims a 1x H100 start at the release defaults (max_model_len 131072, max_num_seqs 1024,
+    # utilization 0.9). The MXFP4 backends and create_weights padding (quantization/mxfp4.py) and the sampler
+    # warm-up (v1/worker/gpu_model_runner.py _dummy_sampler_run) are the same code in 0.10.2 and 0.11.0, so
+    # the 0.11.0 H100 log (llmd-h100-gptoss120b: weights 64.38 GiB, overhead 3.55 GiB, KV 3.33 GiB) holds
+    # for 0.10.2: 18 full-attention layers x 131072 tokens need 4.79 GiB, and vLLM's own
+    # check_enough_kv_cache_memory refuses. The plan agrees and names a max_model_len that fits.
+    arch = find_model("openai/gpt-oss-120b").architecture()
+    measured = int(3.55 * GIB)
+    got = vllm_memory_budget(arch, "0.10.2", H100, measured_overhead_bytes=measured)
+    assert got["max_model_len"] == 131072 and got["settings"]["max_num_seqs"] == 1024
+    logged_kv = got["requested_bytes"] - int(64.38 * GIB) - measured
+    needed = got["layout"]["blocks_per_request"] * got["layout"]["bytes_per_block"]
+    assert 3.3 * GIB < logged_kv < needed and 4.7 * GIB < needed < 4.9 * GIB
+    assert "vllm_kv_cache_too_small" in {f["id"] for f in got["findings"]}
+    fitted = vllm_memory_budget(arch, "0.10.2", H100, settings={"max_model_len": 65536}, measured_overhead_bytes=measured)
+    assert not {"vllm_kv_cache_too_small", "vllm_no_kv_cache_memory"} & {f["id"] for f in fitted["findings"]}
+
+
 @pytest.mark.parametrize(("batched", "warned"), [(65536, True), (4096, False)])
 def test_gdn_prefill_that_the_profile_run_skips_is_flagged(batched, warned):
     # seed deployment 5: INT8 W8A16 Qwen3.6-35B-A3B at 1M context on 80 GB, utilization 0.97: the model card
