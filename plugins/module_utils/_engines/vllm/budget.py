@@ -404,7 +404,10 @@ def weights_per_rank(
         kv_share = kv_width / (q_width + kv_width)
     expert_scale = 1.0
     if weights.source.startswith("parameter counts") and arch.quantization and arch.quantization.scheme == "mxfp4":
-        # Mxfp4MoEMethod pads each rank's expert intermediate size to a multiple of 256 (2880 -> 3072)
+        # Charged as an expert intermediate size padded to a multiple of 256 (2880 -> 3072): what the H100
+        # logs of 0.11.0 show (gpt-oss-20b 13.47 GiB, gpt-oss-120b 64.38 GiB, records.jsonl). Mxfp4MoEMethod
+        # .create_weights (quantization/mxfp4.py) is the same in 0.10.2 and 0.11.0 (Triton rounds to 64,
+        # Marlin to 128 with hidden to 256, SM100 FlashInfer to 256), so no per-release difference.
         per_rank = (arch.intermediate_size or arch.moe_intermediate_size or 1) / tp
         expert_scale = _cdiv(int(per_rank), 256) * 256 / per_rank
     result = []
