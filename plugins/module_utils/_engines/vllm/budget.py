@@ -100,6 +100,14 @@ _NON_TORCH_GIB = {
 _SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 18.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
+# Pessimistic end of the encoder profile (traced in 0.20.0, docs/memory-model.md): profile_run encodes one
+# dummy image at the largest size the image processor allows. Qwen3-VL's image processor default
+# (transformers models/qwen3_vl: size longest_edge 16,777,216 pixels = 4096 x 4096, patch 16) gives 65,536
+# patches; the tower keeps about 2 x (2 x hidden + 2 x intermediate) bytes per patch alive (bf16).
+# Only the Qwen3-VL processor family (Qwen3-VL, Qwen3.5, Qwen3.6 towers) is traced; others keep the allowance.
+_VISION_MAX_PIXELS = 16_777_216
+_VISION_PATCH = 16
+_VISION_RANGE_MODEL_TYPES = ("qwen3_vl", "qwen3_5")  # Qwen3.6 checkpoints say qwen3_5(_moe)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
 _CUDAGRAPH_PER_LAYER_GIB = {1: 0.02, 2: 0.04}
 # nvidia-smi memory.total minus what CUDA reports as total: 0 - 494 MiB on H100/RTX 4090/5090/3090.
@@ -485,6 +493,26 @@ def _sampler(
     return ("flashinfer" if flashinfer_installed else "native"), None
 
 
+def vision_profiled(arch: ModelArchitecture, settings: Mapping) -> bool:
+    """Whether the profile run encodes a dummy image/video: a vision tower that is loaded and not limited to 0."""
+    if not arch.has_vision or settings.get("language_model_only"):
+        return False
+    limits = settings.get("limit_mm_per_prompt")
+    if isinstance(limits, Mapping) and all(limits.get(m, 1) in (0, "0") for m in ("image", "video")):
+        return False
+    return True
+
+
+def _vision_profile_high(arch: ModelArchitecture) -> int:
+    """Encoder activations of one dummy image at the processor family's largest default pixel count."""
+    if not arch.vision_hidden_size or not arch.vision_intermediate_size:
+        return 0
+    if not arch.model_type.startswith(_VISION_RANGE_MODEL_TYPES):
+        return 0
+    patches = _VISION_MAX_PIXELS // (_VISION_PATCH * _VISION_PATCH)
+    return patches * 2 * (2 * arch.vision_hidden_size + 2 * arch.vision_intermediate_size)
+
+
 def overhead_estimate(
     arch: ModelArchitecture,
     version: VllmVersion,
@@ -508,7 +536,8 @@ def overhead_estimate(
     # _dummy_run schedules min(max_num_batched_tokens, max_num_seqs) requests: one logits row each
     rows = min(int(settings["max_num_seqs"]), int(settings["max_num_batched_tokens"]))
     sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
-    multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
+    multimodal = _MULTIMODAL_ALLOWANCE if vision_profiled(arch, settings) else 0
+    multimodal_high = max(multimodal, _vision_profile_high(arch)) if multimodal else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
     if not settings.get("enforce_eager"):
@@ -531,6 +560,7 @@ def overhead_estimate(
         "sampler_alternative_peak_bytes": alternative_sampler,
         "charged_bytes_alternative": alternative_charged,
         "multimodal_bytes": multimodal,
+        "multimodal_high_bytes": multimodal_high,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
         "cudagraph_charged": version.cudagraph_memory_charged,
@@ -700,6 +730,11 @@ def vllm_memory_budget(
         alternative_kv = kv_bytes - (alternative - overhead)
         kv_range = sorted([kv_bytes, alternative_kv])
         findings.append(_sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv))
+    extra = model_overhead["multimodal_high_bytes"] - model_overhead["multimodal_bytes"]
+    if extra > 0 and measured_overhead_bytes is None and pinned is None:
+        high_kv = min(kv_range) - extra
+        kv_range = [high_kv, max(kv_range)]
+        findings.append(_vision_finding(version, layout, model_overhead, kv_bytes, high_kv))
     findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
     return {
         "vllm_version": version.text,
@@ -766,6 +801,25 @@ def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternat
             f"(about {min(seqs, rows)} fits)"
         )
     return _finding("warning" if fails else "info", "vllm_overhead_uncertain", message + ".")
+
+
+def _vision_finding(version, layout, overhead, kv_bytes, high_kv) -> Dict[str, str]:
+    """The encoder profile depends on the checkpoint's image-processor pixel limit, which config.json lacks."""
+    blocks = kv_capacity(version, layout, high_kv)["num_blocks"]
+    fails = high_kv <= 0 or blocks - 1 < layout["blocks_per_request"]
+    message = (
+        "uncertain overhead term: the multimodal encoder profile (one dummy image at the image processor's "
+        "largest size, which preprocessor_config.json sets and config.json does not carry) is "
+        f"{overhead['multimodal_bytes'] / GIB:.2f} to {overhead['multimodal_high_bytes'] / GIB:.2f} GiB "
+        f"(high end: {_VISION_MAX_PIXELS:,} pixels); the KV cache is {kv_bytes / GIB:.2f} GiB per GPU, "
+        f"{high_kv / GIB:.2f} GiB at the high end"
+    )
+    if fails:
+        message += ", too small for one request of max_model_len"
+    message += (
+        "; vllm_language_model_only: true (or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
+    )
+    return _finding("warning" if fails else "info", "vllm_vision_profile_uncertain", message + ".")
 
 
 # Gated-DeltaNet chunked prefill (fla/ops chunk_gated_delta_rule_fwd) per scheduled token of one rank, per

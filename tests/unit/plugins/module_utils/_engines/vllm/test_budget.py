@@ -657,3 +657,49 @@ def test_every_catalogued_model_budgets_consistently(repo, version):
         groups = len(got["layout"]["groups"])
         assert got["kv_cache_tokens"] == got["num_blocks"] // groups * got["block_size"]
     assert got["log_lines"][-1].endswith(f"{got['max_concurrency']:.2f}x")
+
+
+# Issue 17: the vision tower's encoder profile depends on the image processor's pixel limit (0.20.0 trace).
+# (settings, whether the range finding appears)
+VISION_PROFILE_CASES = [
+    ({}, True),
+    ({"limit_mm_per_prompt": {"video": 0}}, True),
+    ({"limit_mm_per_prompt": {"image": 0, "video": 0}}, False),
+    ({"language_model_only": True}, False),
+]
+
+
+@pytest.mark.parametrize("settings, uncertain", VISION_PROFILE_CASES)
+def test_vision_profile_is_a_range_in_the_plan(settings, uncertain):
+    got = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, 2, settings={"max_model_len": 32768, **settings})
+    found = [f for f in got["findings"] if f["id"] == "vllm_vision_profile_uncertain"]
+    assert bool(found) == uncertain
+    low, high = got["kv_cache_range_bytes"]
+    assert high == got["kv_cache_bytes"]
+    if uncertain:
+        # 65,536 patches x 2 x (2 x 1152 + 2 x 4304) bytes: 1.33 GiB instead of the 0.25 GiB allowance
+        assert got["overhead"]["multimodal_high_bytes"] == 65536 * 2 * (2 * 1152 + 2 * 4304)
+        assert high - low == got["overhead"]["multimodal_high_bytes"] - got["overhead"]["multimodal_bytes"]
+        assert found[0]["severity"] == "info"
+        assert "0.25 to 1.33 GiB" in found[0]["message"] and "vllm_language_model_only: true" in found[0]["message"]
+    else:
+        assert low == high
+
+
+def test_vision_profile_high_end_that_leaves_no_request_is_a_warning():
+    # a KV cache that holds one request of max_model_len at the allowance but not at the high end
+    base = vllm_memory_budget(QWEN36_35B, "0.20.0", RTX5090, settings={"max_model_len": 4096})
+    lay = base["layout"]
+    need = (lay["blocks_per_request"] + 1) * lay["bytes_per_block"]
+    extra = base["overhead"]["multimodal_high_bytes"] - base["overhead"]["multimodal_bytes"]
+    message = budget_module._vision_finding(
+        vllm_version("0.20.0"), lay, base["overhead"], need + extra // 2, need - extra // 2
+    )
+    assert message["severity"] == "warning" and "too small for one request" in message["message"]
+
+
+def test_vision_profile_range_only_for_the_traced_processor_family():
+    gemma = find_model("google/gemma-3-27b-it").architecture()
+    got = vllm_memory_budget(gemma, "0.20.0", H100, settings={"max_model_len": 8192})
+    assert got["overhead"]["multimodal_high_bytes"] == got["overhead"]["multimodal_bytes"] > 0
+    assert "vllm_vision_profile_uncertain" not in {f["id"] for f in got["findings"]}
