@@ -39,7 +39,9 @@ Public API:
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
     0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side). ``flashinfer_installed``
     (releases up to 0.11.0; None = unknown) picks the sampler warm-up; when unknown the result carries
-    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding.
+    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding. A
+    Qwen3-VL-family vision tower that is profiled widens the range by the encoder profile's high end
+    (``overhead.multimodal_high_bytes``) with a ``vllm_vision_profile_uncertain`` finding.
 ``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
     layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
@@ -101,9 +103,12 @@ _SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 18.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
 # Pessimistic end of the encoder profile (traced in 0.20.0, docs/memory-model.md): profile_run encodes one
-# dummy image at the largest size the image processor allows. Qwen3-VL's image processor default
-# (transformers models/qwen3_vl: size longest_edge 16,777,216 pixels = 4096 x 4096, patch 16) gives 65,536
-# patches; the tower keeps about 2 x (2 x hidden + 2 x intermediate) bytes per patch alive (bf16).
+# dummy image at the largest size the image processor allows (qwen3_vl.py get_image_size_with_most_features
+# with max_pixels = size["longest_edge"]). transformers' class default for qwen3_vl/qwen3_5
+# (Qwen2VLImageProcessor) is 28 x 28 x 1280 = 1,003,520 pixels, under the allowance; the checkpoints'
+# preprocessor_config.json overrides it, and 16,777,216 (4096 x 4096, patch 16) is the value taken as the
+# high end (Qwen3-VL releases; not verified for Qwen3.5/3.6 here: Hugging Face unreachable). 65,536 patches,
+# about 2 x (2 x hidden + 2 x intermediate) bytes each in bf16.
 # Only the Qwen3-VL processor family (Qwen3-VL, Qwen3.5, Qwen3.6 towers) is traced; others keep the allowance.
 _VISION_MAX_PIXELS = 16_777_216
 _VISION_PATCH = 16
@@ -498,9 +503,8 @@ def vision_profiled(arch: ModelArchitecture, settings: Mapping) -> bool:
     if not arch.has_vision or settings.get("language_model_only"):
         return False
     limits = settings.get("limit_mm_per_prompt")
-    if isinstance(limits, Mapping) and all(limits.get(m, 1) in (0, "0") for m in ("image", "video")):
-        return False
-    return True
+    disabled = isinstance(limits, Mapping) and all(limits.get(m, 1) in (0, "0") for m in ("image", "video"))
+    return not disabled
 
 
 def _vision_profile_high(arch: ModelArchitecture) -> int:
@@ -816,9 +820,7 @@ def _vision_finding(version, layout, overhead, kv_bytes, high_kv) -> Dict[str, s
     )
     if fails:
         message += ", too small for one request of max_model_len"
-    message += (
-        "; vllm_language_model_only: true (or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
-    )
+    message += "; vllm_language_model_only: true (or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
     return _finding("warning" if fails else "info", "vllm_vision_profile_uncertain", message + ".")
 
 
