@@ -322,6 +322,17 @@ DISCUSSION = [
     "* **Measured overhead**: after a first start, the vLLM host role reads vLLM's own calibration line",
     "  (`Actual usage is C GiB for consumed memory, P GiB for peak activation, and G GiB for CUDAGraph`)",
     "  and the plan uses it instead of this model (`measured_overhead_bytes`).",
+    "* **gpt-oss-120b on one H100 at the 0.10.2 defaults** (max_model_len 131072, max_num_seqs 1024,",
+    "  utilization 0.9; issue 17 reports that it served): the plan keeps `memory-fit` as an error and",
+    "  names a `vllm_max_model_len` that fits. Traced in the 0.10.2 and 0.11.0 wheels: the MXFP4 backend",
+    "  choice and expert padding (quantization/mxfp4.py `get_mxfp4_backend`, `create_weights`) and the",
+    "  sampler warm-up (v1/worker/gpu_model_runner.py `_dummy_sampler_run`, v1/sample/ops/",
+    "  topk_topp_sampler.py) are the same code in both releases, so the 0.11.0 H100 log",
+    "  (`llmd-h100-gptoss120b`: weights 64.38 GiB, overhead 3.55 GiB, KV 3.33 GiB) applies: the 18",
+    "  full-attention layers need 4.79 GiB for one 131072-token request and vLLM's own",
+    "  `check_enough_kv_cache_memory` refuses. A run that served must have set a shorter context, fewer",
+    "  sequences or a higher utilization; its published configuration is not in this dataset",
+    "  (`test_gpt_oss_120b_at_0_10_2_release_defaults_is_refused_even_with_the_logged_overhead`).",
 ]
 
 

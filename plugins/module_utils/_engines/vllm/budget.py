@@ -39,7 +39,9 @@ Public API:
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
     0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side). ``flashinfer_installed``
     (releases up to 0.11.0; None = unknown) picks the sampler warm-up; when unknown the result carries
-    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding.
+    ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding. A
+    Qwen3-VL-family vision tower that is profiled widens the range by the encoder profile's high end
+    (``overhead.multimodal_high_bytes``) with a ``vllm_vision_profile_uncertain`` finding.
 ``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
     layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
@@ -100,6 +102,17 @@ _NON_TORCH_GIB = {
 _SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 18.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
+# Pessimistic end of the encoder profile (traced in 0.20.0, docs/memory-model.md): profile_run encodes one
+# dummy image at the largest size the image processor allows (qwen3_vl.py get_image_size_with_most_features
+# with max_pixels = size["longest_edge"]). transformers' class default for qwen3_vl/qwen3_5
+# (Qwen2VLImageProcessor) is 28 x 28 x 1280 = 1,003,520 pixels, under the allowance; the checkpoints'
+# preprocessor_config.json overrides it, and 16,777,216 (4096 x 4096, patch 16) is the value taken as the
+# high end (Qwen3-VL releases; not verified for Qwen3.5/3.6 here: Hugging Face unreachable). 65,536 patches,
+# about 2 x (2 x hidden + 2 x intermediate) bytes each in bf16.
+# Only the Qwen3-VL processor family (Qwen3-VL, Qwen3.5, Qwen3.6 towers) is traced; others keep the allowance.
+_VISION_MAX_PIXELS = 16_777_216
+_VISION_PATCH = 16
+_VISION_RANGE_MODEL_TYPES = ("qwen3_vl", "qwen3_5")  # Qwen3.6 checkpoints say qwen3_5(_moe)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
 _CUDAGRAPH_PER_LAYER_GIB = {1: 0.02, 2: 0.04}
 # nvidia-smi memory.total minus what CUDA reports as total: 0 - 494 MiB on H100/RTX 4090/5090/3090.
@@ -404,7 +417,10 @@ def weights_per_rank(
         kv_share = kv_width / (q_width + kv_width)
     expert_scale = 1.0
     if weights.source.startswith("parameter counts") and arch.quantization and arch.quantization.scheme == "mxfp4":
-        # Mxfp4MoEMethod pads each rank's expert intermediate size to a multiple of 256 (2880 -> 3072)
+        # Charged as an expert intermediate size padded to a multiple of 256 (2880 -> 3072): what the H100
+        # logs of 0.11.0 show (gpt-oss-20b 13.47 GiB, gpt-oss-120b 64.38 GiB, records.jsonl). Mxfp4MoEMethod
+        # .create_weights (quantization/mxfp4.py) is the same in 0.10.2 and 0.11.0 (Triton rounds to 64,
+        # Marlin to 128 with hidden to 256, SM100 FlashInfer to 256), so no per-release difference.
         per_rank = (arch.intermediate_size or arch.moe_intermediate_size or 1) / tp
         expert_scale = _cdiv(int(per_rank), 256) * 256 / per_rank
     result = []
@@ -482,6 +498,25 @@ def _sampler(
     return ("flashinfer" if flashinfer_installed else "native"), None
 
 
+def vision_profiled(arch: ModelArchitecture, settings: Mapping) -> bool:
+    """Whether the profile run encodes a dummy image/video: a vision tower that is loaded and not limited to 0."""
+    if not arch.has_vision or settings.get("language_model_only"):
+        return False
+    limits = settings.get("limit_mm_per_prompt")
+    disabled = isinstance(limits, Mapping) and all(limits.get(m, 1) in (0, "0") for m in ("image", "video"))
+    return not disabled
+
+
+def _vision_profile_high(arch: ModelArchitecture) -> int:
+    """Encoder activations of one dummy image at the processor family's largest default pixel count."""
+    if not arch.vision_hidden_size or not arch.vision_intermediate_size:
+        return 0
+    if not arch.model_type.startswith(_VISION_RANGE_MODEL_TYPES):
+        return 0
+    patches = _VISION_MAX_PIXELS // (_VISION_PATCH * _VISION_PATCH)
+    return patches * 2 * (2 * arch.vision_hidden_size + 2 * arch.vision_intermediate_size)
+
+
 def overhead_estimate(
     arch: ModelArchitecture,
     version: VllmVersion,
@@ -505,7 +540,8 @@ def overhead_estimate(
     # _dummy_run schedules min(max_num_batched_tokens, max_num_seqs) requests: one logits row each
     rows = min(int(settings["max_num_seqs"]), int(settings["max_num_batched_tokens"]))
     sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
-    multimodal = _MULTIMODAL_ALLOWANCE if arch.has_vision and not settings.get("language_model_only") else 0
+    multimodal = _MULTIMODAL_ALLOWANCE if vision_profiled(arch, settings) else 0
+    multimodal_high = max(multimodal, _vision_profile_high(arch)) if multimodal else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
     if not settings.get("enforce_eager"):
@@ -528,6 +564,7 @@ def overhead_estimate(
         "sampler_alternative_peak_bytes": alternative_sampler,
         "charged_bytes_alternative": alternative_charged,
         "multimodal_bytes": multimodal,
+        "multimodal_high_bytes": multimodal_high,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
         "cudagraph_charged": version.cudagraph_memory_charged,
@@ -697,6 +734,11 @@ def vllm_memory_budget(
         alternative_kv = kv_bytes - (alternative - overhead)
         kv_range = sorted([kv_bytes, alternative_kv])
         findings.append(_sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv))
+    extra = model_overhead["multimodal_high_bytes"] - model_overhead["multimodal_bytes"]
+    if extra > 0 and measured_overhead_bytes is None and pinned is None:
+        high_kv = min(kv_range) - extra
+        kv_range = [high_kv, max(kv_range)]
+        findings.append(_vision_finding(version, layout, model_overhead, kv_bytes, high_kv))
     findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
     return {
         "vllm_version": version.text,
@@ -763,6 +805,23 @@ def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternat
             f"(about {min(seqs, rows)} fits)"
         )
     return _finding("warning" if fails else "info", "vllm_overhead_uncertain", message + ".")
+
+
+def _vision_finding(version, layout, overhead, kv_bytes, high_kv) -> Dict[str, str]:
+    """The encoder profile depends on the checkpoint's image-processor pixel limit, which config.json lacks."""
+    blocks = kv_capacity(version, layout, high_kv)["num_blocks"]
+    fails = high_kv <= 0 or blocks - 1 < layout["blocks_per_request"]
+    message = (
+        "uncertain overhead term: the multimodal encoder profile (one dummy image at the image processor's "
+        "largest size, which preprocessor_config.json sets and config.json does not carry) is "
+        f"{overhead['multimodal_bytes'] / GIB:.2f} to {overhead['multimodal_high_bytes'] / GIB:.2f} GiB "
+        f"(high end: {_VISION_MAX_PIXELS:,} pixels); the KV cache is {kv_bytes / GIB:.2f} GiB per GPU, "
+        f"{high_kv / GIB:.2f} GiB at the high end"
+    )
+    if fails:
+        message += ", too small for one request of max_model_len"
+    message += "; vllm_language_model_only: true (or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
+    return _finding("warning" if fails else "info", "vllm_vision_profile_uncertain", message + ".")
 
 
 # Gated-DeltaNet chunked prefill (fla/ops chunk_gated_delta_rule_fwd) per scheduled token of one rank, per

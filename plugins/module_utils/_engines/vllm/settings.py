@@ -227,6 +227,8 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     resolved["speculative_method"] = _entry(method or None, "inventory" if spec else "default")
     put("enforce_eager", False)
     put("language_model_only", False)
+    if not _unset(given.get("limit_mm_per_prompt")):
+        put("limit_mm_per_prompt", None)  # the budget reads image/video 0 (no encoder profile)
     max_seqs = resolved["max_num_seqs"]["value"]
     put("max_cudagraph_capture_size", min(int(max_seqs) * 2, 512), "derived")
     if ctx.device == "cpu":

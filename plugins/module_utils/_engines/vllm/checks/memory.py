@@ -30,6 +30,7 @@ BUDGET_FACT_FINDINGS = {
     "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
     "vllm_architecture_unsupported": "architecture-unsupported",
     "vllm_overhead_uncertain": "memory-overhead-uncertain",
+    "vllm_vision_profile_uncertain": "memory-overhead-uncertain",
     "vllm_gdn_prefill_unprofiled": "prefill-unprofiled",
 }
 
@@ -95,6 +96,8 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
             suggested = _utilization_for(budget, -max(excess, 0) - (300 << 20))
         elif ident == "vllm_overhead_uncertain":
             variable = "vllm_max_num_seqs"
+        elif ident == "vllm_vision_profile_uncertain":
+            variable, suggested = "vllm_language_model_only", True
         elif ident == "vllm_gdn_prefill_unprofiled":
             variable = "vllm_max_num_batched_tokens"
         check = BUDGET_FACT_FINDINGS.get(ident, "memory-fit")

@@ -404,6 +404,26 @@ def test_gpt_oss_120b_on_one_h100_is_no_memory_error_with_flashinfer_on_0_10_2()
     assert "vllm_no_kv_cache_memory" in {f["id"] for f in native["findings"]}
 
 
+def test_gpt_oss_120b_at_0_10_2_release_defaults_is_refused_even_with_the_logged_overhead():
+    # Issue 17 claims a 1x H100 start at the release defaults (max_model_len 131072, max_num_seqs 1024,
+    # utilization 0.9). The MXFP4 backends and create_weights padding (quantization/mxfp4.py) and the sampler
+    # warm-up (v1/worker/gpu_model_runner.py _dummy_sampler_run) are the same code in 0.10.2 and 0.11.0, so
+    # the 0.11.0 H100 log (llmd-h100-gptoss120b: weights 64.38 GiB, overhead 3.55 GiB, KV 3.33 GiB) holds
+    # for 0.10.2: 18 full-attention layers x 131072 tokens need 4.79 GiB, and vLLM's own
+    # check_enough_kv_cache_memory refuses. The plan agrees and names a max_model_len that fits.
+    arch = find_model("openai/gpt-oss-120b").architecture()
+    measured = int(3.55 * GIB)
+    got = vllm_memory_budget(arch, "0.10.2", H100, measured_overhead_bytes=measured)
+    assert got["max_model_len"] == 131072 and got["settings"]["max_num_seqs"] == 1024
+    logged_kv = got["requested_bytes"] - int(64.38 * GIB) - measured
+    needed = got["layout"]["blocks_per_request"] * got["layout"]["bytes_per_block"]
+    assert 3.3 * GIB < logged_kv < needed and 4.7 * GIB < needed < 4.9 * GIB
+    assert "vllm_kv_cache_too_small" in {f["id"] for f in got["findings"]}
+    shorter = {"max_model_len": 65536}
+    fitted = vllm_memory_budget(arch, "0.10.2", H100, settings=shorter, measured_overhead_bytes=measured)
+    assert not {"vllm_kv_cache_too_small", "vllm_no_kv_cache_memory"} & {f["id"] for f in fitted["findings"]}
+
+
 @pytest.mark.parametrize(("batched", "warned"), [(65536, True), (4096, False)])
 def test_gdn_prefill_that_the_profile_run_skips_is_flagged(batched, warned):
     # seed deployment 5: INT8 W8A16 Qwen3.6-35B-A3B at 1M context on 80 GB, utilization 0.97: the model card
@@ -637,3 +657,49 @@ def test_every_catalogued_model_budgets_consistently(repo, version):
         groups = len(got["layout"]["groups"])
         assert got["kv_cache_tokens"] == got["num_blocks"] // groups * got["block_size"]
     assert got["log_lines"][-1].endswith(f"{got['max_concurrency']:.2f}x")
+
+
+# Issue 17: the vision tower's encoder profile depends on the image processor's pixel limit (0.20.0 trace).
+# (settings, whether the range finding appears)
+VISION_PROFILE_CASES = [
+    ({}, True),
+    ({"limit_mm_per_prompt": {"video": 0}}, True),
+    ({"limit_mm_per_prompt": {"image": 0, "video": 0}}, False),
+    ({"language_model_only": True}, False),
+]
+
+
+@pytest.mark.parametrize("settings, uncertain", VISION_PROFILE_CASES)
+def test_vision_profile_is_a_range_in_the_plan(settings, uncertain):
+    got = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, 2, settings={"max_model_len": 32768, **settings})
+    found = [f for f in got["findings"] if f["id"] == "vllm_vision_profile_uncertain"]
+    assert bool(found) == uncertain
+    low, high = got["kv_cache_range_bytes"]
+    assert high == got["kv_cache_bytes"]
+    if uncertain:
+        # 65,536 patches x 2 x (2 x 1152 + 2 x 4304) bytes: 1.33 GiB instead of the 0.25 GiB allowance
+        assert got["overhead"]["multimodal_high_bytes"] == 65536 * 2 * (2 * 1152 + 2 * 4304)
+        assert high - low == got["overhead"]["multimodal_high_bytes"] - got["overhead"]["multimodal_bytes"]
+        assert found[0]["severity"] == "info"
+        assert "0.25 to 1.33 GiB" in found[0]["message"] and "vllm_language_model_only: true" in found[0]["message"]
+    else:
+        assert low == high
+
+
+def test_vision_profile_high_end_that_leaves_no_request_is_a_warning():
+    # a KV cache that holds one request of max_model_len at the allowance but not at the high end
+    base = vllm_memory_budget(QWEN36_35B, "0.20.0", RTX5090, settings={"max_model_len": 4096})
+    lay = base["layout"]
+    need = (lay["blocks_per_request"] + 1) * lay["bytes_per_block"]
+    extra = base["overhead"]["multimodal_high_bytes"] - base["overhead"]["multimodal_bytes"]
+    message = budget_module._vision_finding(
+        vllm_version("0.20.0"), lay, base["overhead"], need + extra // 2, need - extra // 2
+    )
+    assert message["severity"] == "warning" and "too small for one request" in message["message"]
+
+
+def test_vision_profile_range_only_for_the_traced_processor_family():
+    gemma = find_model("google/gemma-3-27b-it").architecture()
+    got = vllm_memory_budget(gemma, "0.20.0", H100, settings={"max_model_len": 8192})
+    assert got["overhead"]["multimodal_high_bytes"] == got["overhead"]["multimodal_bytes"] > 0
+    assert "vllm_vision_profile_uncertain" not in {f["id"] for f in got["findings"]}
