@@ -447,6 +447,18 @@ def plan_fleet_gateway(
         gateway_variables.get("gateway_profiles") or [],
         gateway_variables.get("gateway_backends") or [],
     )
+    for host, plan in plans.items():
+        if host in usable and plan and plan.get("engine") == "ollama" and not usable[host]["models"]:
+            gateway["checks"].append(
+                finding_entry(
+                    "gateway-ollama-unrouted",
+                    "warning",
+                    f"Ollama on {host} has no ollama_models: the gateway cannot know which model names it "
+                    "serves and routes none of them; list them, e.g. ollama_models: [{pull: 'qwen3:8b'}]",
+                    "ollama_models",
+                    [{"pull": "qwen3:8b"}],
+                )
+            )
     gateway["host"] = gateway_host
     gateway["backend_keys"] = sorted({e["api_key_env"]: h for h, e in usable.items() if e["api_key_env"]}.items())
     return gateway

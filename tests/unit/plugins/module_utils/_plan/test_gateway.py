@@ -150,3 +150,18 @@ def test_fleet_endpoints_loopback_addresses_ports_models_and_key_names():
     assert endpoints["gpu-a"]["api_key_env"] is None
     assert endpoints["standby"]["models"] == ["qwen3:8b", "q-think", "q-chat"]
     assert endpoints["standby"]["ollama_port"] == 11434
+
+
+def test_ollama_host_without_models_gets_a_check_naming_ollama_models():
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import plan_fleet_gateway
+
+    plans = {"standby": {"engine": "ollama", "engine_version": "0.12.6", "model": {"repo": "Qwen/Qwen3-8B"}}}
+    gateway = plan_fleet_gateway(plans, {"standby": {"ansible_host": "10.0.0.9"}}, "gw", {})
+    assert gateway["routes"] == []
+    [check] = [c for c in gateway["checks"] if c["id"] == "gateway-ollama-unrouted"]
+    assert check["severity"] == "warning" and check["variable"] == "ollama_models"
+    assert "standby" in check["message"] and check["suggested"] == [{"pull": "qwen3:8b"}]
+
+    served = plan_fleet_gateway(plans, {"standby": {"ollama_models": [{"pull": "qwen3:8b"}]}}, "gw", {})
+    assert [route["model"] for route in served["routes"]] == ["qwen3:8b"]
+    assert not [c for c in served["checks"] if c["id"] == "gateway-ollama-unrouted"]
