@@ -32,7 +32,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     service_environment,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs
-from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import kv_traffic, traffic_for, vllm_cpu_performance
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
+    kv_traffic,
+    traffic_for,
+    vllm_cpu_performance,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import (
     _OVERHEAD_SETTINGS,
     _architecture,
