@@ -93,6 +93,10 @@ def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
         }
     memory = _plain(host_vars["inferops_host_memory_mib"]) if "inferops_host_memory_mib" in host_vars else None
     hardware["memory_mib"] = memory or facts.get("memtotal_mb")
+    # Physical cores (processor_cores is per socket): the compute roof of a vLLM CPU plan's speed.
+    cores, sockets = facts.get("processor_cores"), facts.get("processor_count")
+    if isinstance(cores, int) and isinstance(sockets, int) and cores > 0 and sockets > 0:
+        hardware["cpu_cores"] = cores * sockets
     gathered: dict[str, t.Any] = {}
     version = (facts.get("python") or {}).get("version") or {}
     if version.get("major") is not None:

@@ -209,6 +209,21 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
         family("measured_start_timestamp_seconds", "Time of the last measured vLLM start.").add(
             _timestamp(measured.get("timestamp"))
         )
+        benchmark = measured.get("benchmark")
+        if isinstance(benchmark, Mapping):
+            # The vllm role's benchmark tag (vLLM's serving benchmark, one request at a time): beside the
+            # predicted_ series, with the same labels.
+            family(
+                "measured_decode_tokens_per_second",
+                "Decode speed of one stream (streams=1) that vLLM's serving benchmark measured: 1 / median TPOT.",
+            ).add(benchmark.get("decode_tokens_per_s"), streams="1")
+            family(
+                "measured_ttft_seconds",
+                "Median time to first token that vLLM's serving benchmark measured for prompts of prompt_tokens.",
+            ).add(benchmark.get("ttft_s"), prompt_tokens=benchmark.get("prompt_tokens") or "")
+            family("measured_benchmark_timestamp_seconds", "Time of the last benchmark of the vllm role.").add(
+                _timestamp(benchmark.get("date"))
+            )
     return [made for made in families if made.samples]
 
 

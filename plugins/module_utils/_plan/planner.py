@@ -20,8 +20,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_t
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
@@ -47,7 +49,7 @@ def build_plan(
     """
     inputs = validate_inputs(variables, defined)
     if inputs.engine == "vllm" and inputs.device == "cpu":
-        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured)
+        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured, _host_cpu_cores(hardware))
     else:
         gear = normalize_hardware(hardware)
         engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
@@ -66,6 +68,8 @@ def build_plan(
     if plan["engine"] == "vllm":
         plan["start"] = start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
     plan["service"] = service_section(plan)
+    if plan.get("performance") and measured_applies(plan, measured) and measured is not None:
+        plan["performance"] = with_measured_speed(plan["performance"], measured.get("benchmark"))
     order = (
         "host",
         "engine",
@@ -85,6 +89,12 @@ def build_plan(
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)
     )
     return {key: plan[key] for key in order if key in plan}
+
+
+def _host_cpu_cores(hardware: Mapping[str, Any]) -> Optional[int]:
+    """The host's physical CPU cores (hardware ``cpu_cores``: the gathered processor facts), if known."""
+    value = _number(hardware.get("cpu_cores"), "int")
+    return int(value) if value and value > 0 else None
 
 
 def _host_memory_mib(hardware: Mapping[str, Any]) -> Optional[int]:

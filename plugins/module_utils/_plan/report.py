@@ -166,8 +166,30 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
     if performance:
         lines += ["## Performance (predicted)", ""]
         lines += _markdown_table(
-            ("figure", "value"), [(k, v) for k, v in performance.items() if k not in ("alternatives", "basis")]
+            ("figure", "value"),
+            [(k, v) for k, v in performance.items() if k not in ("alternatives", "basis", "measured")],
         )
+        measured: Mapping[str, Any] = performance.get("measured") or {}
+        if measured:
+            lines += ["", f"Measured by the vllm role's benchmark on {measured.get('date')}:", ""]
+            lines += _markdown_table(
+                ("figure", "predicted", "measured", "measured / predicted"),
+                [
+                    (
+                        "single-stream decode (tokens/s)",
+                        performance.get("single_stream_decode_tokens_per_s"),
+                        measured.get("decode_tokens_per_s"),
+                        measured.get("decode_ratio"),
+                    ),
+                    (
+                        f"TTFT (s; predicted for {performance.get('prompt_tokens')} prompt tokens, "
+                        f"measured for {measured.get('prompt_tokens')})",
+                        performance.get("ttft_s"),
+                        measured.get("ttft_s"),
+                        measured.get("ttft_ratio"),
+                    ),
+                ],
+            )
         alternatives: Sequence[Mapping[str, Any]] = performance.get("alternatives") or []
         if alternatives:
             keys = list(alternatives[0])

@@ -84,7 +84,7 @@ def traffic_for(
     return model_traffic(served, weights.components, counts, kernel, precision)
 
 
-def _kv(budget: Mapping[str, Any]) -> KvTraffic:
+def kv_traffic(budget: Mapping[str, Any]) -> KvTraffic:
     layout = budget["layout"]
     state = layout.get("gdn_state") or {}
     return KvTraffic(float(layout["attention_bytes_per_token_per_layer"]), float(state.get("page_bytes") or 0))
@@ -102,7 +102,7 @@ def predictor_for(
         if len(set(memory)) > 1:
             partition = pp_layer_partition(traffic.num_layers, memory)
     stages = stages_of(search.topo, groups, traffic.num_layers, custom, partition)
-    return Predictor(traffic, stages, candidate.tp, _kv(budget), "vllm", bool(settings.get("enforce_eager")))
+    return Predictor(traffic, stages, candidate.tp, kv_traffic(budget), "vllm", bool(settings.get("enforce_eager")))
 
 
 def figures_for(predictor: Predictor, workload: Workload, dp: int, budget: Mapping[str, Any], settings: Mapping):
@@ -241,12 +241,12 @@ def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
     return text
 
 
-def _cpu_spec(bandwidth_gbps: float) -> GpuSpec:
+def _cpu_spec(bandwidth_gbps: float, tflops: Optional[float] = None) -> GpuSpec:
     host = CONSTANTS["host_memory_bandwidth_gbps"]
     return GpuSpec(
         model="CPU",
         memory_bandwidth_gbps=float(bandwidth_gbps),
-        bf16_tflops=float(host["cpu_tflops"]),
+        bf16_tflops=float(tflops if tflops else host["cpu_tflops"]),
         fp8_tflops=0.0,
         fp4_tflops=0.0,
         int8_tops=0.0,
@@ -308,3 +308,80 @@ def ollama_performance(
             f"host memory bandwidth: {cpu_blocks} of {blocks} layers run on the CPU at about {bandwidth:g} GB/s"
         )
     return figures
+
+
+def cpu_compute_tflops(cores: Optional[int]) -> Optional[float]:
+    """A rough FP32 peak of the cores vLLM's CPU build computes on (performance.json ``cpu_core``): vLLM's
+    default binding keeps one CPU for the API server when there are two or more; None when unknown."""
+    if not cores or int(cores) < 1:
+        return None
+    core = CONSTANTS["cpu_core"]
+    workers = int(cores) - 1 if int(cores) > 1 else 1
+    return workers * float(core["clock_ghz"]) * float(core["flops_per_cycle"]) / 1000.0
+
+
+def vllm_cpu_performance(
+    traffic: ModelTraffic,
+    kv: KvTraffic,
+    workload: Workload,
+    budget: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    cores: Optional[int],
+) -> Dict[str, Any]:
+    """The performance section of a vLLM CPU host: one stage on the host's CPU, no TP, the memory bandwidth
+    of ``inferops_host_memory_bandwidth_gbps`` (else performance.json's desktop default) and a compute roof
+    from the cores when known. A rough figure: the basis says so."""
+    host = CONSTANTS["host_memory_bandwidth_gbps"]
+    bandwidth = workload.host_memory_bandwidth_gbps or float(host["default"])
+    tflops = cpu_compute_tflops(cores)
+    stage = Stage(0, traffic.num_layers, _cpu_spec(bandwidth, tflops), None, None, True)
+    predictor = Predictor(traffic, [stage], 1, kv, "vllm_cpu")
+    figures = figures_for(predictor, workload, 1, budget, settings)
+    section = dict(figures)
+    section["alternatives"] = []
+    compute = (
+        f"{tflops * 1000:g} GFLOPS from {cores} cores (one kept for the API server) at an assumed "
+        f"{CONSTANTS['cpu_core']['clock_ghz']:g} GHz x {CONSTANTS['cpu_core']['flops_per_cycle']} FLOPs/cycle"
+        if tflops
+        else f"core count unknown: {float(host['cpu_tflops']):g} TFLOPS assumed"
+    )
+    source = (
+        "inferops_host_memory_bandwidth_gbps"
+        if workload.host_memory_bandwidth_gbps
+        else "a desktop default (set inferops_host_memory_bandwidth_gbps)"
+    )
+    section["basis"] = (
+        f"rough CPU roofline, not calibrated on published measurements: memory bandwidth {bandwidth:g} GB/s "
+        f"from {source}, compute {compute}; first-guess efficiencies for vLLM's CPU build (performance.json "
+        "vllm_cpu); the vllm role's benchmark tag measures it (docs/plan.md#speed)"
+    )
+    return section
+
+
+MEASURED_KEYS = ("decode_tokens_per_s", "ttft_s")
+
+
+def with_measured_speed(section: Mapping[str, Any], benchmark: Any) -> Dict[str, Any]:
+    """The performance section with the vllm role's last benchmark (``benchmark`` of the local fact) beside
+    the prediction: ``measured`` holds the figures, when and how they were taken, and measured/predicted."""
+    result = dict(section)
+    if not isinstance(benchmark, Mapping):
+        return result
+    figures = {}
+    for key in MEASURED_KEYS:
+        try:
+            figures[key] = float(benchmark[key])
+        except (KeyError, TypeError, ValueError):
+            return result
+    measured: Dict[str, Any] = dict(figures)
+    for key in ("date", "prompt_tokens", "output_tokens", "num_prompts", "max_concurrency", "tool"):
+        if benchmark.get(key) is not None:
+            measured[key] = benchmark[key]
+    # measured / predicted: above 1 the engine decodes faster (decode) or answers later (TTFT) than predicted.
+    for ratio, key, predicted in (
+        ("decode_ratio", "decode_tokens_per_s", section.get("single_stream_decode_tokens_per_s")),
+        ("ttft_ratio", "ttft_s", section.get("ttft_s")),
+    ):
+        measured[ratio] = round(figures[key] / float(predicted), 3) if predicted else None
+    result["measured"] = measured
+    return result

@@ -32,10 +32,18 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     service_environment,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
+    kv_traffic,
+    traffic_for,
+    vllm_cpu_performance,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import (
     _OVERHEAD_SETTINGS,
     _architecture,
     _evaluate,
+    _gguf,
+    _params,
+    _scheme,
     model_weights,
 )
 
@@ -55,9 +63,14 @@ def default_kvcache_space(host_memory_mib: Optional[int], weights_bytes: int) ->
 
 
 def vllm_cpu_plan(
-    inputs: HostInputs, host_memory_mib: Optional[int], measured: Optional[Mapping[str, Any]]
+    inputs: HostInputs,
+    host_memory_mib: Optional[int],
+    measured: Optional[Mapping[str, Any]],
+    cpu_cores: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The plan dict of a vLLM CPU host (the keys of docs/plan.md; ``layout.gpus`` and ``memory.per_gpu`` empty)."""
+    """The plan dict of a vLLM CPU host (the keys of docs/plan.md; ``layout.gpus`` and ``memory.per_gpu`` empty).
+
+    ``cpu_cores``: the host's physical cores (the compute roof of the ``performance`` section), if known."""
     version = inputs.engine_version
     architecture, served, entry = _architecture(inputs)
     requested = dict(inputs.settings)
@@ -101,6 +114,14 @@ def vllm_cpu_plan(
         },
     }
     settings = settings_section(evaluation.settings, requested, layout, figures, version)
+    performance = vllm_cpu_performance(
+        traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs)),
+        kv_traffic(figures),
+        inputs.workload,
+        figures,
+        evaluation.settings.values,
+        cpu_cores,
+    )
     # Binding: vLLM's own "auto" (one OpenMP thread per physical core of a NUMA node, one CPU kept for the
     # API server: "reserved_cpus=[1]" on 2 cores), set here so that the plan shows it and vllm_environment
     # can replace it (e.g. "0-15|16-31" per socket, VLLM_CPU_NUM_OF_RESERVED_CPU).
@@ -150,6 +171,7 @@ def vllm_cpu_plan(
             "log_lines": [line.replace("GPU KV cache size", "CPU KV cache size") for line in log],
         },
         "settings": settings,
+        "performance": performance,
         "checks": findings,
         "command": vllm_command(
             inputs.model["repo"],

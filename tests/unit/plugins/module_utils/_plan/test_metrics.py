@@ -116,3 +116,25 @@ def test_a_cpu_host_exports_its_memory_without_a_gpu_label():
     assert found["inferops_plan_kv_cache_tokens"] == {"": 1048576}
     assert found["inferops_measured_kv_cache_tokens"] == {"": 1048576}
     assert "inferops_plan_gpu_memory_bytes" not in found
+
+
+def test_a_benchmark_in_the_fact_exports_measured_speed_beside_the_prediction():
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+    from .test_vllm_cpu_plan import SPEED, cpu_host
+
+    plan = build_plan(cpu_host(vllm_cpu_kvcache_space=1, inferops_prompt_tokens=512), {"cpu_cores": 2})
+    benchmark = SPEED["benchmark"]["fact"]
+    fact = {"version": "0.32.0", "model": plan["model"], "benchmark": benchmark}
+    found = _samples(metrics.plan_metrics_text(plan, fact))
+    performance = plan["performance"]
+    assert found["inferops_predicted_decode_tokens_per_second"]['streams="1"'] == pytest.approx(
+        performance["single_stream_decode_tokens_per_s"]
+    )
+    assert found["inferops_predicted_ttft_seconds"] == {'prompt_tokens="512"': performance["ttft_s"]}
+    assert found["inferops_measured_decode_tokens_per_second"] == {'streams="1"': 40.0}
+    assert found["inferops_measured_ttft_seconds"] == {'prompt_tokens="512"': 0.25}
+    assert found["inferops_measured_benchmark_timestamp_seconds"] == {"": 1795539600.0}
+    # A fact of another version: neither the start nor the benchmark is exported.
+    other = _samples(metrics.plan_metrics_text(plan, dict(fact, version="0.31.0")))
+    assert "inferops_measured_decode_tokens_per_second" not in other

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import cpu_compute_tflops
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import default_kvcache_space
 
 # A Qwen2-architecture checkpoint as small as the CPU attention kernel accepts (head_dim 64).
@@ -101,3 +106,73 @@ def test_a_first_start_waits_by_the_model_size_and_a_measured_one_by_its_load_ti
     again = build_plan(cpu_host(), {}, measured=fact)
     assert again["start"]["source"] == "measured"
     assert again["service"]["start_timeout_s"] == 400  # 3 x 130.2 s, rounded up to 10 s
+
+
+SPEED = yaml.safe_load((Path(__file__).with_name("cpu_speed_cases.yml")).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", SPEED["cases"], ids=lambda c: c["id"])
+def test_cpu_plans_predict_speed_with_the_cpu_as_the_device(case):
+    plan = build_plan(cpu_host(vllm_cpu_kvcache_space=1, **case["variables"]), case["hardware"])
+    performance = plan["performance"]
+    assert performance["prompt_tokens"] == case["prompt_tokens"]
+    assert performance["context_tokens"] == case["context_tokens"]
+    assert performance["single_stream_decode_tokens_per_s"] > 0 and performance["ttft_s"] > 0
+    assert performance["alternatives"] == [] and "measured" not in performance
+    assert performance["basis"].startswith("rough CPU roofline")
+    for text in case["basis"]:
+        assert text in performance["basis"]
+
+
+def test_more_bandwidth_and_more_cores_predict_faster():
+    slow = build_plan(cpu_host(inferops_host_memory_bandwidth_gbps=5), {"cpu_cores": 2})["performance"]
+    wide = build_plan(cpu_host(inferops_host_memory_bandwidth_gbps=500), {"cpu_cores": 2})["performance"]
+    many = build_plan(cpu_host(inferops_host_memory_bandwidth_gbps=5), {"cpu_cores": 32})["performance"]
+    assert wide["single_stream_decode_tokens_per_s"] > slow["single_stream_decode_tokens_per_s"]
+    assert many["ttft_s"] < slow["ttft_s"]
+
+
+def test_cpu_compute_keeps_one_core_for_the_api_server():
+    assert cpu_compute_tflops(None) is None and cpu_compute_tflops(0) is None
+    assert cpu_compute_tflops(1) == pytest.approx(cpu_compute_tflops(2))
+    assert cpu_compute_tflops(9) == pytest.approx(8 * cpu_compute_tflops(2))
+
+
+def _fact(plan, **extra):
+    fact = {"version": "0.32.0", "model": {"repo": plan["model"]["repo"], "revision": COMMIT}}
+    fact.update(extra)
+    return fact
+
+
+def test_the_next_plan_shows_the_benchmark_beside_the_prediction():
+    variables = cpu_host(vllm_cpu_kvcache_space=1, inferops_prompt_tokens=512, inferops_context_tokens=576)
+    first = build_plan(variables, {"cpu_cores": 2})
+    benchmark = SPEED["benchmark"]["fact"]
+    plan = build_plan(variables, {"cpu_cores": 2}, _fact(first, benchmark=benchmark))
+    predicted, measured = plan["performance"], plan["performance"]["measured"]
+    assert measured["decode_tokens_per_s"] == 40.0 and measured["ttft_s"] == 0.25
+    assert measured["date"] == benchmark["date"] and measured["prompt_tokens"] == 512
+    assert measured["decode_ratio"] == pytest.approx(40.0 / predicted["single_stream_decode_tokens_per_s"], abs=1e-3)
+    assert measured["ttft_ratio"] == pytest.approx(0.25 / predicted["ttft_s"], abs=1e-3)
+    text = render_markdown(plan)
+    assert "Measured by the vllm role's benchmark on 2026-11-24T17:00:00Z" in text
+    row = f"| single-stream decode (tokens/s) | {predicted['single_stream_decode_tokens_per_s']:.2f} | 40.00 |"
+    assert row in text and "| TTFT (s; predicted for 512 prompt tokens, measured for 512) |" in text
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        {"version": "0.31.0"},  # another engine version: the measurement does not apply
+        {"benchmark": {"decode_tokens_per_s": "fast", "ttft_s": 0.2}},  # not a number: ignored
+        {"benchmark": {"ttft_s": 0.2}},  # incomplete
+        {},  # a start measured, no benchmark
+    ],
+)
+def test_a_benchmark_that_does_not_apply_is_not_shown(fact):
+    first = build_plan(cpu_host(), {})
+    measured = _fact(first, benchmark=SPEED["benchmark"]["fact"])
+    measured.update(fact)
+    if not fact:
+        del measured["benchmark"]
+    assert "measured" not in build_plan(cpu_host(), {}, measured)["performance"]
