@@ -1,0 +1,53 @@
+"""playbooks/site.yml: which stages a tag selects (`ansible-playbook --list-tasks`, no host contacted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.module_utils._plan import planner as plan_module
+
+ROOT = Path(__file__).resolve().parents[3]
+# build/collections: where `make venv` links the collection for Ansible and Python.
+COLLECTIONS = Path(plan_module.__file__).parents[5]
+BENCHMARK_TASK = "Measure the served model with vLLM's serving benchmark"
+METRICS_TASK = "Export the plan and the measured start as metrics (node exporter textfile)"
+ENGINE_TASK = "Install and start the engine"
+PLAN_TASK = "Plan the host and check its inputs"
+
+# (tags given, tasks listed, tasks not listed)
+CASES = [
+    pytest.param([], [PLAN_TASK, ENGINE_TASK, METRICS_TASK], [BENCHMARK_TASK], id="converge-without-benchmark"),
+    pytest.param(
+        ["--tags", "benchmark"], [PLAN_TASK, BENCHMARK_TASK, METRICS_TASK], [ENGINE_TASK], id="benchmark-only"
+    ),
+    pytest.param(["--tags", "engine"], [PLAN_TASK, ENGINE_TASK], [BENCHMARK_TASK, METRICS_TASK], id="engine-only"),
+]
+
+
+def _list_tasks(tmp_path: Path, tags: list[str]) -> str:
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        NO_COLOR="1",
+    )
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", "inventories/example", "playbooks/site.yml", "--list-tasks", *tags]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.parametrize(("tags", "listed", "not_listed"), CASES)
+def test_site_stages_selected_by_tags(tmp_path, tags, listed, not_listed):
+    out = _list_tasks(tmp_path, tags)
+    for name in listed:
+        assert name in out, f"{name!r} missing from --list-tasks {tags}"
+    for name in not_listed:
+        assert name not in out, f"{name!r} listed by --list-tasks {tags}"
