@@ -51,3 +51,22 @@ def test_site_stages_selected_by_tags(tmp_path, tags, listed, not_listed):
         assert name in out, f"{name!r} missing from --list-tasks {tags}"
     for name in not_listed:
         assert name not in out, f"{name!r} listed by --list-tasks {tags}"
+
+
+def test_a_host_that_only_runs_the_gateway_skips_the_engine_stages(tmp_path):
+    """A host of the group gateway without inferops_engine is not planned as an engine (it would fail there)."""
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text('{"all": {"children": {"gateway": {"hosts": {"gw-only": {}}}}}}\n')
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        NO_COLOR="1",
+    )
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(inventory), "playbooks/site.yml", "--tags", "plan", "-c", "local"]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "inferops_engine is required" not in result.stdout
