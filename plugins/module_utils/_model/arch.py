@@ -21,7 +21,8 @@ Public API (names are stable; other module_utils and plugins import them):
     MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``, ``num_shared_experts``,
     ``shared_expert_intermediate_size``,
     ``attn_output_gate``, ``q_lora_rank``, ``first_k_dense_replace`` (leading dense layers of MoE models),
-    ``vision_depth``, ``vision_hidden_size``, ``vision_intermediate_size``,
+    ``vision_depth``, ``vision_hidden_size``, ``vision_intermediate_size``, ``vision_patch_size``,
+    ``vision_spatial_merge_size`` (0 when config.json does not say),
     ``vocab_size``, ``max_position_embeddings``, ``rope_type``, ``rope_factor``,
     ``rope_original_max_position_embeddings``, ``mamba_ssm_dtype``, ``dtype``,
     ``tie_word_embeddings``, ``mtp_layers``, ``has_vision``, ``quantization``
@@ -456,6 +457,8 @@ class ModelArchitecture:
     vision_depth: int = 0
     vision_hidden_size: int = 0
     vision_intermediate_size: int = 0
+    vision_patch_size: int = 0
+    vision_spatial_merge_size: int = 0
     quantization: Optional[QuantizationInfo] = None
 
     @classmethod
@@ -570,6 +573,9 @@ class ModelArchitecture:
             vision_depth=_int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth") or 0,
             vision_hidden_size=_int_or_none(vision.get("hidden_size"), "vision_config.hidden_size") or 0,
             vision_intermediate_size=_int_or_none(vision.get("intermediate_size"), "vision_config.intermediate_size")
+            or 0,
+            vision_patch_size=_int_or_none(vision.get("patch_size"), "vision_config.patch_size") or 0,
+            vision_spatial_merge_size=_int_or_none(vision.get("spatial_merge_size"), "vision_config.spatial_merge_size")
             or 0,
             quantization=quantization,
         )

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -143,6 +144,38 @@ def load_config(model: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     if not isinstance(config, dict):
         raise PlanInputError([f"inferops_model.config_file {path!r} does not hold a JSON object"])
     return config
+
+
+# The image processor's files of a checkpoint, in the order transformers' AutoImageProcessor prefers them.
+_PROCESSOR_FILES = (("preprocessor_config.json", ()), ("processor_config.json", ("image_processor",)))
+
+
+def load_image_max_pixels(model: Mapping[str, Any]) -> Optional[int]:
+    """The image processor's pixel limit (``size.longest_edge``, or ``max_pixels``) from the checkpoint's
+    preprocessor_config.json or processor_config.json beside ``config_file``; None when the plan has no such file."""
+    path = model.get("config_file")
+    if not path or isinstance(model.get("config"), dict):
+        return None
+    folder = os.path.dirname(str(path))
+    for name, keys in _PROCESSOR_FILES:
+        candidate = os.path.join(folder, name)
+        if not os.path.isfile(candidate):
+            continue
+        try:
+            with open(candidate, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise PlanInputError([f"inferops_model.config_file: {candidate!r} cannot be read as JSON: {exc}"]) from exc
+        for key in keys:
+            data = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            continue
+        size = data.get("size")
+        value = size.get("longest_edge") if isinstance(size, dict) else None
+        value = value if value is not None else data.get("max_pixels")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def driver_facts(driver: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

@@ -39,6 +39,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     finding,
     layout_section,
     load_config,
+    load_image_max_pixels,
     model_section,
     plan_findings,
     resolved,
@@ -207,6 +208,7 @@ def _evaluate(
     overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
     choices: Dict[str, Any] = {}
     settings = resolve_vllm_settings(ctx, inputs.settings, choices)
+    image_max_pixels = load_image_max_pixels(inputs.model)
 
     def budget() -> Dict[str, Any]:
         return vllm_memory_budget(
@@ -220,6 +222,7 @@ def _evaluate(
             gpu_name=ctx.gpu_name,
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,
+            image_max_pixels=image_max_pixels,
         )
 
     figures = budget()

@@ -40,8 +40,9 @@ Public API:
     0.33 FlashInfer GDN prefill alignment; unknown counts as active (safe side). ``flashinfer_installed``
     (releases up to 0.11.0; None = unknown) picks the sampler warm-up; when unknown the result carries
     ``kv_cache_range_bytes`` (native and FlashInfer ends) and a ``vllm_overhead_uncertain`` finding. A
-    Qwen3-VL-family vision tower that is profiled widens the range by the encoder profile's high end
-    (``overhead.multimodal_high_bytes``) with a ``vllm_vision_profile_uncertain`` finding.
+    Qwen3-VL-family vision tower that is profiled is charged one dummy image at ``image_max_pixels`` (the
+    checkpoint's image processor ``size.longest_edge``; None: the family's published 16,777,216), with an info
+    finding ``vllm_vision_profile_uncertain`` that names the estimated term (``overhead.vision_profile``).
 ``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
     layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
@@ -102,16 +103,30 @@ _NON_TORCH_GIB = {
 _SAMPLER_BYTES_PER_LOGIT = {"native": 40.0, "flashinfer": 18.0, "v2": 10.0}
 # Allowance for the multimodal encoder profile run when the vision tower is loaded.
 _MULTIMODAL_ALLOWANCE = int(0.25 * GIB)
-# Pessimistic end of the encoder profile (traced in 0.20.0, docs/memory-model.md): profile_run encodes one
-# dummy image at the largest size the image processor allows (qwen3_vl.py get_image_size_with_most_features
-# with max_pixels = size["longest_edge"]). transformers' class default for qwen3_vl/qwen3_5
-# (Qwen2VLImageProcessor) is 28 x 28 x 1280 = 1,003,520 pixels, under the allowance; the checkpoints'
-# preprocessor_config.json overrides it, and 16,777,216 (4096 x 4096, patch 16) is the value taken as the
-# high end (Qwen3-VL releases; not verified for Qwen3.5/3.6 here: Hugging Face unreachable). 65,536 patches,
-# about 2 x (2 x hidden + 2 x intermediate) bytes each in bf16.
-# Only the Qwen3-VL processor family (Qwen3-VL, Qwen3.5, Qwen3.6 towers) is traced; others keep the allowance.
-_VISION_MAX_PIXELS = 16_777_216
+# Encoder profile of the Qwen3-VL processor family (Qwen3-VL, Qwen3.5 and Qwen3.6 towers), traced in the 0.20.0
+# and 0.32.0 sources: profile_run (v1/worker/gpu_model_runner.py) encodes the items of ONE modality, the one with
+# the most tokens per item (multimodal/encoder_budget.py get_modality_with_max_tokens); the image wins over the
+# video (models/qwen3_vl.py get_max_video_tokens: the video processor's longest_edge / temporal_patch_size over 2
+# frames, 12,288 tokens against the image's 16,384). models/qwen2_vl.py get_image_size_with_most_features takes
+# max_pixels = the image processor's size["longest_edge"] and factorises max_pixels // (patch x merge)^2 merged
+# tokens: 16,384 tokens, 65,536 patches for 16,777,216 pixels at patch 16, merge 2. The pixel limit is the
+# checkpoint's preprocessor_config.json (or processor_config.json "image_processor"), read by the plan when it
+# has the checkpoint's files; otherwise the value every published checkpoint of the family ships:
+# Qwen/Qwen3.6-35B-A3B-FP8 and Qwen/Qwen3.5-2B-Base preprocessor_config.json
+# {"size": {"longest_edge": 16777216, "shortest_edge": 65536}}, unsloth/Qwen3.6-27B-NVFP4 processor_config.json
+# "image_processor" (its video_processor says 25,165,824). transformers' class default (28 x 28 x 1280 =
+# 1,003,520) is not what vLLM profiles. Activations per patch: the vision block's MLP peak, i.e. the residual,
+# the norm output, fc1's output and its activation in bf16 (2 x (2 x hidden + 2 x intermediate / tp) bytes; the
+# attention peak of the block is lower, FLASH_ATTN varlen keeps no patch x patch matrix). Not charged: pixel
+# values and deepstack features (about 0.1 GiB), allocator rounding: the term is an estimate, said so in the plan.
+# Other vision towers keep the allowance.
+_VISION_FAMILY_MAX_PIXELS = 16_777_216
+_VISION_FAMILY_SOURCE = (
+    "the Qwen3-VL/3.5/3.6 checkpoints' preprocessor_config.json size.longest_edge "
+    "(Qwen/Qwen3.6-35B-A3B-FP8, Qwen/Qwen3.5-2B-Base)"
+)
 _VISION_PATCH = 16
+_VISION_MERGE = 2
 _VISION_RANGE_MODEL_TYPES = ("qwen3_vl", "qwen3_5")  # Qwen3.6 checkpoints say qwen3_5(_moe)
 # CUDA-graph pool per decoder layer for a 512-size capture (0.5 GiB for 28 layers at TP1, 1.0-1.9 at TP>1).
 _CUDAGRAPH_PER_LAYER_GIB = {1: 0.02, 2: 0.04}
@@ -507,14 +522,34 @@ def vision_profiled(arch: ModelArchitecture, settings: Mapping) -> bool:
     return not disabled
 
 
-def _vision_profile_high(arch: ModelArchitecture) -> int:
-    """Encoder activations of one dummy image at the processor family's largest default pixel count."""
+def vision_profile(
+    arch: ModelArchitecture, image_max_pixels: Optional[int] = None, tensor_parallel_size: int = 1
+) -> Optional[Dict[str, Any]]:
+    """The encoder profile run of a Qwen3-VL-family tower: one dummy image at the processor's pixel limit.
+
+    The tower's MLP is split over the tensor-parallel ranks (qwen3_vl.py Qwen3_VisionMLP: ColumnParallelLinear
+    fc1, RowParallelLinear fc2, unless mm_encoder_tp_mode is "data"): the intermediate activations per rank
+    are intermediate / tp wide, the residual and the norm output are whole.
+
+    image_max_pixels: the checkpoint's image processor ``size.longest_edge`` (None: the family's published
+    value). Returns ``pixels``, ``patches``, ``bytes_per_patch``, ``bytes`` and ``pixels_source`` ("checkpoint"
+    or the published source), or None for towers outside the traced family (they keep the allowance).
+    """
     if not arch.vision_hidden_size or not arch.vision_intermediate_size:
-        return 0
+        return None
     if not arch.model_type.startswith(_VISION_RANGE_MODEL_TYPES):
-        return 0
-    patches = _VISION_MAX_PIXELS // (_VISION_PATCH * _VISION_PATCH)
-    return patches * 2 * (2 * arch.vision_hidden_size + 2 * arch.vision_intermediate_size)
+        return None
+    pixels = int(image_max_pixels) if image_max_pixels else _VISION_FAMILY_MAX_PIXELS
+    unit = (arch.vision_patch_size or _VISION_PATCH) * (arch.vision_spatial_merge_size or _VISION_MERGE)
+    patches = pixels // (unit * unit) * (arch.vision_spatial_merge_size or _VISION_MERGE) ** 2
+    per_patch = 2 * (2 * arch.vision_hidden_size + 2 * _cdiv(arch.vision_intermediate_size, tensor_parallel_size))
+    return {
+        "pixels": pixels,
+        "pixels_source": "checkpoint" if image_max_pixels else _VISION_FAMILY_SOURCE,
+        "patches": patches,
+        "bytes_per_patch": per_patch,
+        "bytes": patches * per_patch,
+    }
 
 
 def overhead_estimate(
@@ -525,8 +560,11 @@ def overhead_estimate(
     pipeline_parallel_size: int = 1,
     compute_capability: Optional[str] = None,
     flashinfer_installed: Optional[bool] = None,
+    image_max_pixels: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Modelled non-KV memory per GPU besides the weights (docs/accuracy.md).
+
+    ``image_max_pixels``: the checkpoint's image-processor pixel limit (``vision_profile``).
 
     ``flashinfer_installed`` (releases up to 0.11.0): whether the vLLM environment has the flashinfer package
     (vLLM's container image does); None when unknown: the sampler warm-up is then uncertain and the result
@@ -540,8 +578,9 @@ def overhead_estimate(
     # _dummy_run schedules min(max_num_batched_tokens, max_num_seqs) requests: one logits row each
     rows = min(int(settings["max_num_seqs"]), int(settings["max_num_batched_tokens"]))
     sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[kind])
-    multimodal = _MULTIMODAL_ALLOWANCE if vision_profiled(arch, settings) else 0
-    multimodal_high = max(multimodal, _vision_profile_high(arch)) if multimodal else 0
+    profiled = vision_profiled(arch, settings)
+    profile = vision_profile(arch, image_max_pixels, tp) if profiled else None
+    multimodal = max(_MULTIMODAL_ALLOWANCE, profile["bytes"] if profile else 0) if profiled else 0
     peak = max(forward, sampler) + multimodal
     cudagraph = 0
     if not settings.get("enforce_eager"):
@@ -564,7 +603,7 @@ def overhead_estimate(
         "sampler_alternative_peak_bytes": alternative_sampler,
         "charged_bytes_alternative": alternative_charged,
         "multimodal_bytes": multimodal,
-        "multimodal_high_bytes": multimodal_high,
+        "vision_profile": profile,
         "activation_peak_bytes": peak,
         "cudagraph_bytes": cudagraph,
         "cudagraph_charged": version.cudagraph_memory_charged,
@@ -666,6 +705,7 @@ def vllm_memory_budget(
     cuda_runtime: Optional[str] = None,
     measured_overhead_bytes: Optional[int] = None,
     flashinfer_installed: Optional[bool] = None,
+    image_max_pixels: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it.
 
@@ -687,7 +727,9 @@ def vllm_memory_budget(
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
     loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
-    model_overhead = overhead_estimate(arch, version, values, tp, pp, compute_capability, flashinfer_installed)
+    model_overhead = overhead_estimate(
+        arch, version, values, tp, pp, compute_capability, flashinfer_installed, image_max_pixels
+    )
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]
@@ -734,11 +776,8 @@ def vllm_memory_budget(
         alternative_kv = kv_bytes - (alternative - overhead)
         kv_range = sorted([kv_bytes, alternative_kv])
         findings.append(_sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv))
-    extra = model_overhead["multimodal_high_bytes"] - model_overhead["multimodal_bytes"]
-    if extra > 0 and measured_overhead_bytes is None and pinned is None:
-        high_kv = min(kv_range) - extra
-        kv_range = [high_kv, max(kv_range)]
-        findings.append(_vision_finding(version, layout, model_overhead, kv_bytes, high_kv))
+    if model_overhead["vision_profile"] and measured_overhead_bytes is None and pinned is None:
+        findings.append(_vision_finding(model_overhead))
     findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
     return {
         "vllm_version": version.text,
@@ -807,21 +846,24 @@ def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternat
     return _finding("warning" if fails else "info", "vllm_overhead_uncertain", message + ".")
 
 
-def _vision_finding(version, layout, overhead, kv_bytes, high_kv) -> Dict[str, str]:
-    """The encoder profile depends on the checkpoint's image-processor pixel limit, which config.json lacks."""
-    blocks = kv_capacity(version, layout, high_kv)["num_blocks"]
-    fails = high_kv <= 0 or blocks - 1 < layout["blocks_per_request"]
+def _vision_finding(overhead: Mapping[str, Any]) -> Dict[str, str]:
+    """The encoder profile is charged at the processor's pixel limit; its bytes per patch are an estimate."""
+    profile = overhead["vision_profile"]
+    if profile["pixels_source"] == "checkpoint":
+        source = "the checkpoint's image processor"
+    else:
+        source = (
+            f"the family's published value, {profile['pixels_source']}; inferops_model.config_file in the "
+            "checkpoint's directory lets the plan read the checkpoint's own"
+        )
     message = (
-        "uncertain overhead term: the multimodal encoder profile (one dummy image at the image processor's "
-        "largest size, which preprocessor_config.json sets and config.json does not carry) is "
-        f"{overhead['multimodal_bytes'] / GIB:.2f} to {overhead['multimodal_high_bytes'] / GIB:.2f} GiB "
-        f"(high end: {_VISION_MAX_PIXELS:,} pixels); the KV cache is {kv_bytes / GIB:.2f} GiB per GPU, "
-        f"{high_kv / GIB:.2f} GiB at the high end"
+        f"estimated overhead term: the multimodal encoder profile (one dummy image of {profile['pixels']:,} pixels, "
+        f"from {source}) is charged at {overhead['multimodal_bytes'] / GIB:.2f} GiB: {profile['patches']:,} patches "
+        f"x {profile['bytes_per_patch']:,} bytes, the vision MLP's peak per rank in bf16 (pixel values, deepstack "
+        "features and allocator rounding are not charged); vllm_language_model_only: true "
+        "(or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
     )
-    if fails:
-        message += ", too small for one request of max_model_len"
-    message += "; vllm_language_model_only: true (or vllm_limit_mm_per_prompt: {image: 0, video: 0}) removes the term"
-    return _finding("warning" if fails else "info", "vllm_vision_profile_uncertain", message + ".")
+    return _finding("info", "vllm_vision_profile_uncertain", message + ".")
 
 
 # Gated-DeltaNet chunked prefill (fla/ops chunk_gated_delta_rule_fwd) per scheduled token of one rank, per

@@ -11,6 +11,7 @@ import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import resolved
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
@@ -758,3 +759,22 @@ def test_a_pinned_tensor_parallel_size_is_a_constraint_within_the_host():
     assert pinned_tp1["layout"]["tensor_parallel_size"] == 1
     assert pinned_tp1["layout"]["pipeline_parallel_size"] * 1 <= 4  # the search chooses PP within the host
     assert ids(pinned_tp1, "error") == set()
+
+
+def test_the_checkpoint_image_processor_sets_the_encoder_profile(tmp_path):
+    # Issue 17: the Qwen3.5/3.6 encoder profile is one dummy image at the checkpoint's size.longest_edge; the
+    # plan reads preprocessor_config.json beside inferops_model.config_file, else charges the family's value.
+    variables, hardware = example("desktop-5090")
+    default = build_plan(copy.deepcopy(variables), hardware, host="desktop-5090")
+    config = find_model("Qwen/Qwen3.5-35B-A3B").config
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"size": {"longest_edge": 4194304}}))
+    variables["inferops_model"]["config_file"] = str(tmp_path / "config.json")
+    read = build_plan(variables, hardware, host="desktop-5090")
+
+    def message(plan):
+        return next(c["message"] for c in plan["checks"] if "multimodal encoder profile" in c["message"])
+
+    assert "16,777,216 pixels" in message(default) and "family's published value" in message(default)
+    assert "4,194,304 pixels, from the checkpoint's image processor" in message(read)
+    assert read["memory"]["overhead_gib"] < default["memory"]["overhead_gib"]

@@ -659,47 +659,70 @@ def test_every_catalogued_model_budgets_consistently(repo, version):
     assert got["log_lines"][-1].endswith(f"{got['max_concurrency']:.2f}x")
 
 
-# Issue 17: the vision tower's encoder profile depends on the image processor's pixel limit (0.20.0 trace).
-# (settings, whether the range finding appears)
+# Issue 17: the vision tower's encoder profile is one dummy image at the image processor's pixel limit (0.20.0
+# and 0.32.0 trace). (settings, whether the encoder profile is charged)
 VISION_PROFILE_CASES = [
     ({}, True),
     ({"limit_mm_per_prompt": {"video": 0}}, True),
     ({"limit_mm_per_prompt": {"image": 0, "video": 0}}, False),
     ({"language_model_only": True}, False),
 ]
+# 65,536 patches x 2 x (2 x 1152 + 2 x 4304) bytes: 1.33 GiB (the old allowance was 0.25 GiB)
+QWEN36_VISION_PROFILE = 65536 * 2 * (2 * 1152 + 2 * 4304)
 
 
-@pytest.mark.parametrize("settings, uncertain", VISION_PROFILE_CASES)
-def test_vision_profile_is_a_range_in_the_plan(settings, uncertain):
-    got = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, 2, settings={"max_model_len": 32768, **settings})
+@pytest.mark.parametrize("settings, charged", VISION_PROFILE_CASES)
+def test_vision_profile_is_charged_at_the_processor_pixel_limit(settings, charged):
+    got = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, settings={"max_model_len": 32768, **settings})
     found = [f for f in got["findings"] if f["id"] == "vllm_vision_profile_uncertain"]
-    assert bool(found) == uncertain
+    assert bool(found) == charged
     low, high = got["kv_cache_range_bytes"]
-    assert high == got["kv_cache_bytes"]
-    if uncertain:
-        # 65,536 patches x 2 x (2 x 1152 + 2 x 4304) bytes: 1.33 GiB instead of the 0.25 GiB allowance
-        assert got["overhead"]["multimodal_high_bytes"] == 65536 * 2 * (2 * 1152 + 2 * 4304)
-        assert high - low == got["overhead"]["multimodal_high_bytes"] - got["overhead"]["multimodal_bytes"]
+    assert low == high == got["kv_cache_bytes"]
+    if charged:
+        assert got["overhead"]["multimodal_bytes"] == QWEN36_VISION_PROFILE
+        assert got["overhead"]["vision_profile"]["pixels"] == 16_777_216
         assert found[0]["severity"] == "info"
-        assert "0.25 to 1.33 GiB" in found[0]["message"] and "vllm_language_model_only: true" in found[0]["message"]
+        message = found[0]["message"]
+        assert "16,777,216 pixels" in message and "charged at 1.33 GiB" in message and "65,536 patches" in message
+        assert "inferops_model.config_file" in message and "vllm_language_model_only: true" in message
     else:
-        assert low == high
+        assert got["overhead"]["multimodal_bytes"] == 0
 
 
-def test_vision_profile_high_end_that_leaves_no_request_is_a_warning():
-    # a KV cache that holds one request of max_model_len at the allowance but not at the high end
-    base = vllm_memory_budget(QWEN36_35B, "0.20.0", RTX5090, settings={"max_model_len": 4096})
-    lay = base["layout"]
-    need = (lay["blocks_per_request"] + 1) * lay["bytes_per_block"]
-    extra = base["overhead"]["multimodal_high_bytes"] - base["overhead"]["multimodal_bytes"]
-    message = budget_module._vision_finding(
-        vllm_version("0.20.0"), lay, base["overhead"], need + extra // 2, need - extra // 2
-    )
-    assert message["severity"] == "warning" and "too small for one request" in message["message"]
+def test_vision_profile_reads_the_checkpoint_pixel_limit():
+    args = {"settings": {"max_model_len": 32768}}
+    smaller = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, image_max_pixels=4_194_304, **args)
+    default = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, **args)
+    assert smaller["overhead"]["vision_profile"]["patches"] == 16384
+    assert smaller["overhead"]["multimodal_bytes"] == QWEN36_VISION_PROFILE // 4
+    assert smaller["kv_cache_bytes"] - default["kv_cache_bytes"] == QWEN36_VISION_PROFILE * 3 // 4
+    message = next(f["message"] for f in smaller["findings"] if f["id"] == "vllm_vision_profile_uncertain")
+    assert "from the checkpoint's image processor" in message
+    tiny = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, image_max_pixels=65536, **args)
+    assert tiny["overhead"]["multimodal_bytes"] == 256 << 20  # never below the allowance
+    # the tower's MLP is split over the TP ranks (intermediate / tp per rank), the residual stream is not
+    split = vllm_memory_budget(QWEN36_35B, "0.20.0", H100, 2, **args)
+    assert split["overhead"]["multimodal_bytes"] == 65536 * 2 * (2 * 1152 + 2 * 4304 // 2)
 
 
-def test_vision_profile_range_only_for_the_traced_processor_family():
+def test_rtx5090_nvfp4_reference_card_is_not_optimistic():
+    # Issue 17: the reference card's conservative baseline (vLLM 0.20.0, utilization 0.93, 32K, 16 sequences,
+    # 4096 batched tokens, fp8 KV): the plan predicted 7.09 GiB of KV cache, about 20 % over the card's
+    # measured figure (the issue's numbers: about 5.9 GiB), with the encoder profile charged at the 0.25 GiB
+    # allowance. Charged at the 16,777,216-pixel dummy image it is within 5 % of that figure.
+    settings = {"gpu_memory_utilization": 0.93, "max_model_len": 32768, "max_num_seqs": 16,
+                "max_num_batched_tokens": 4096, "kv_cache_dtype": "fp8"}  # fmt: skip
+    got = vllm_memory_budget(
+        QWEN36_35B, "0.20.0", RTX5090, weights=nvfp4_weights(QWEN36_35B), gpu_name="NVIDIA GeForce RTX 5090",
+        compute_capability="12.0", settings=settings,
+    )  # fmt: skip
+    implied_measured = 7.09 * GIB / 1.2
+    assert implied_measured * 0.95 <= got["kv_cache_bytes"] <= implied_measured * 1.05
+    assert not {"vllm_kv_cache_too_small", "vllm_no_kv_cache_memory"} & {f["id"] for f in got["findings"]}
+
+
+def test_vision_profile_only_for_the_traced_processor_family():
     gemma = find_model("google/gemma-3-27b-it").architecture()
     got = vllm_memory_budget(gemma, "0.20.0", H100, settings={"max_model_len": 8192})
-    assert got["overhead"]["multimodal_high_bytes"] == got["overhead"]["multimodal_bytes"] > 0
+    assert got["overhead"]["vision_profile"] is None and got["overhead"]["multimodal_bytes"] == 256 << 20
     assert "vllm_vision_profile_uncertain" not in {f["id"] for f in got["findings"]}

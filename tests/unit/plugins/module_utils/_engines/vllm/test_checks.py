@@ -121,7 +121,9 @@ def test_seed000_old_settings_fail_with_exactly_the_four_lessons():
     assert by_id["rope-scaling"]["variable"] == "vllm_hf_overrides"
     assert by_id["rope-scaling"]["suggested"] == {}
     assert by_id["max-num-seqs"]["variable"] == "vllm_max_num_seqs"
-    assert 8 <= by_id["max-num-seqs"]["suggested"] < 32
+    # what the KV cache holds at full length (the encoder profile of the vision tower charged: issue 17); the
+    # write-up's own 8 also passes (test_seed000_final_settings_pass), the suggestion passes too (below)
+    assert 2 <= by_id["max-num-seqs"]["suggested"] < 32
     for finding in findings:
         assert finding["variable"] and finding["message"]
 
