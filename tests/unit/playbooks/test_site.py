@@ -1,4 +1,4 @@
-"""playbooks/site.yml: which stages a tag selects (`ansible-playbook --list-tasks`, no host contacted)."""
+"""playbooks/site.yml and plan.yml: which stages a tag selects (`--list-tasks`, no host contacted), gateway-only hosts."""
 
 from __future__ import annotations
 
@@ -29,14 +29,18 @@ CASES = [
 ]
 
 
-def _list_tasks(tmp_path: Path, tags: list[str]) -> str:
-    env = dict(
+def _env(tmp_path: Path) -> dict:
+    return dict(
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
         ANSIBLE_HOME=str(tmp_path / "home"),
         ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
         NO_COLOR="1",
     )
+
+
+def _list_tasks(tmp_path: Path, tags: list[str]) -> str:
+    env = _env(tmp_path)
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", "inventories/example", "playbooks/site.yml", "--list-tasks", *tags]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -57,16 +61,23 @@ def test_a_host_that_only_runs_the_gateway_skips_the_engine_stages(tmp_path):
     """A host of the group gateway without inferops_engine is not planned as an engine (it would fail there)."""
     inventory = tmp_path / "inventory.yml"
     inventory.write_text('{"all": {"children": {"gateway": {"hosts": {"gw-only": {}}}}}}\n')
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_HOME=str(tmp_path / "home"),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-        NO_COLOR="1",
-    )
+    env = _env(tmp_path)
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", str(inventory), "playbooks/site.yml", "--tags", "plan", "-c", "local"]
     argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "inferops_engine is required" not in result.stdout
+
+
+def test_plan_playbook_on_a_gateway_only_host_plans_no_engine(tmp_path):
+    """plan.yml: a host of the group gateway without inferops_engine gets the gateway's report, no host plan."""
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text('{"all": {"children": {"gateway": {"hosts": {"gw-only": {}}}}}}\n')
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-c", "local"]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["gateway.json"]
     assert "inferops_engine is required" not in result.stdout
