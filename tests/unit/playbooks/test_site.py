@@ -1,4 +1,4 @@
-"""playbooks/site.yml and plan.yml: which stages a tag selects (`--list-tasks`, no host contacted), gateway-only hosts."""
+"""playbooks/site.yml and plan.yml: the stages a tag selects (`--list-tasks`, no host contacted), gateway-only hosts."""
 
 from __future__ import annotations
 
