@@ -121,6 +121,55 @@ def evaluate_record(record: Dict[str, Any], context: Dict[str, Any]) -> Dict[str
     return row
 
 
+PUBLISHED_RUNS = FIXTURES / "published_runs.yml"
+_MEMORY_ERRORS = {"vllm_no_kv_cache_memory", "vllm_kv_cache_too_small"}
+
+
+def plan_verdict(budget: Dict[str, Any]) -> str:
+    """What the plan says about starting: error, warning (uncertain), or fits."""
+    severities = {f["severity"] for f in budget["findings"] if f["id"] in _MEMORY_ERRORS}
+    if "error" in severities:
+        return "error"
+    uncertain = {f["severity"] for f in budget["findings"] if f["id"].endswith("_uncertain")}
+    return "warning" if "warning" in uncertain else "fits"
+
+
+def evaluate_published_runs() -> List[Dict[str, Any]]:
+    """The plan's verdict and KV cache for each published run that served or that vLLM refused."""
+    runs = yaml.safe_load(PUBLISHED_RUNS.read_text(encoding="utf-8"))
+    rows = []
+    for name, run in runs.items():
+        arch, params = _architecture(run)
+        total = int(run["gpu_total_gib"] * GIB)
+        version = str(run["vllm_version"])
+        settings = release_values(arch, version, total, dict(run["settings"]), run["gpu_name"])
+        budget = vllm_memory_budget(
+            arch, version, total, weights=estimate_weights(arch, params=params), settings=settings,
+            gpu_name=run["gpu_name"], flashinfer_installed=run.get("flashinfer_installed"),
+        )  # fmt: skip
+        row = {
+            "id": name,
+            "url": run["url"],
+            "vllm": version,
+            "outcome": run["outcome"],
+            "expect": run["expect"],
+            "verdict": plan_verdict(budget),
+            "known_disagreement": run.get("known_disagreement"),
+            "note": run.get("note"),
+            "kv_predicted": budget["kv_cache_gib"],
+            "kv_range": [value / GIB for value in budget["kv_cache_range_bytes"]],
+            "kv_needed": budget["layout"]["blocks_per_request"] * budget["layout"]["bytes_per_block"] / GIB,
+            "kv_logged": run.get("kv_logged_gib"),
+            "weights_logged": run.get("weights_logged_gib"),
+            "weights_predicted": budget["weights_gib"],
+        }
+        if run.get("weights_logged_gib") is not None:
+            logged = run["weights_logged_gib"] * GIB
+            row["kv_predicted_logged_weights"] = (budget["requested_bytes"] - logged - budget["overhead_bytes"]) / GIB
+        rows.append(row)
+    return rows
+
+
 def evaluate_records() -> Dict[str, List[Dict[str, Any]]]:
     contexts = yaml.safe_load((FIXTURES / "context.yml").read_text(encoding="utf-8"))
     evaluated, skipped = [], []
@@ -287,8 +336,38 @@ def render(result: Dict[str, List[Dict[str, Any]]]) -> str:
             out.append(f"* `{row['id']}`: {text}")
     out += ["", "## Records without enough context", "", "| record | why not evaluated |", "|---|---|"]
     out += [f"| `{row['id']}` | {row['reason']} |" for row in result["skipped"]]
-    out += ["", *DISCUSSION]
+    out += ["", *_published_section(evaluate_published_runs()), *DISCUSSION]
     return "\n".join(out) + "\n"
+
+
+def _published_section(runs: List[Dict[str, Any]]) -> List[str]:
+    out = [
+        "## Published runs: served, or refused by vLLM",
+        "",
+        "From `published_runs.yml`: configurations published with what happened when vLLM started them. A run",
+        "that served must not get a `memory-fit` error; a run vLLM refused must not be planned as fitting",
+        "(`test_published_runs_are_planned_as_they_ended`). Verdict: `error` (memory-fit error), `warning` (the",
+        "start depends on an uncertain term, both ends reported), `fits`. KV in GiB per GPU.",
+        "",
+        "| run | vLLM | outcome | plan | KV predicted (range) | KV needed for one request | KV logged | "
+        "KV predicted with logged weights |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in runs:
+        low, high = row["kv_range"]
+        spread = f" ({low:.2f} to {high:.2f})" if abs(high - low) > 0.005 else ""
+        verdict = row["verdict"] + (" (known disagreement)" if row["known_disagreement"] else "")
+        out.append(
+            f"| [`{row['id']}`]({row['url']}) | {row['vllm']} | {row['outcome']} | {verdict} | "
+            f"{row['kv_predicted']:.2f}{spread} | {row['kv_needed']:.2f} | {_fmt(row['kv_logged'])} | "
+            f"{_fmt(row.get('kv_predicted_logged_weights'))} |"
+        )
+    notes = [
+        f"* `{row['id']}`: {row['known_disagreement'] or row['note']}."
+        for row in runs
+        if row["known_disagreement"] or row["note"]
+    ]
+    return [*out, "", *notes, ""] if notes else [*out, ""]
 
 
 DISCUSSION = [
@@ -322,17 +401,20 @@ DISCUSSION = [
     "* **Measured overhead**: after a first start, the vLLM host role reads vLLM's own calibration line",
     "  (`Actual usage is C GiB for consumed memory, P GiB for peak activation, and G GiB for CUDAGraph`)",
     "  and the plan uses it instead of this model (`measured_overhead_bytes`).",
-    "* **gpt-oss-120b on one H100 at the 0.10.2 defaults** (max_model_len 131072, max_num_seqs 1024,",
-    "  utilization 0.9; issue 17 reports that it served): the plan keeps `memory-fit` as an error and",
-    "  names a `vllm_max_model_len` that fits. Traced in the 0.10.2 and 0.11.0 wheels: the MXFP4 backend",
-    "  choice and expert padding (quantization/mxfp4.py `get_mxfp4_backend`, `create_weights`) and the",
-    "  sampler warm-up (v1/worker/gpu_model_runner.py `_dummy_sampler_run`, v1/sample/ops/",
-    "  topk_topp_sampler.py) are the same code in both releases, so the 0.11.0 H100 log",
-    "  (`llmd-h100-gptoss120b`: weights 64.38 GiB, overhead 3.55 GiB, KV 3.33 GiB) applies: the 18",
-    "  full-attention layers need 4.79 GiB for one 131072-token request and vLLM's own",
-    "  `check_enough_kv_cache_memory` refuses. A run that served must have set a shorter context, fewer",
-    "  sequences or a higher utilization; its published configuration is not in this dataset",
-    "  (`test_gpt_oss_120b_at_0_10_2_release_defaults_is_refused_even_with_the_logged_overhead`).",
+    "* **gpt-oss-120b on one H100 at the release defaults** (max_model_len 131072, max_num_seqs 1024,",
+    "  utilization 0.9; issue 17 reports that it served on 0.10.2): vLLM itself refuses it in every",
+    "  published start we found (table above): 0.10.1 logged -2.14 GiB of KV cache (vllm#23278), and",
+    "  utilization 0.95 with 1024 batched tokens left 1.71 GiB, under the 4.5-4.8 GiB one 131072-token",
+    "  request needs (vllm#27508). The MXFP4 backend choice and expert padding (quantization/mxfp4.py",
+    "  `get_mxfp4_backend`, `create_weights`) and the sampler warm-up (v1/worker/gpu_model_runner.py",
+    "  `_dummy_sampler_run`) are the same code in 0.10.2 and 0.11.0, and the 0.11.0 H100 log",
+    "  (`llmd-h100-gptoss120b`: weights 64.38 GiB, overhead 3.55 GiB, KV 3.33 GiB) leaves too little for",
+    "  one request at 131072 tokens. So the plan keeps `memory-fit` as an error there and names a",
+    "  `vllm_max_model_len` that fits; the run that did serve on one H100 set a shorter context and more",
+    "  memory (0.11.2: utilization 0.97, max_model_len 87040, max_num_seqs 100, vllm#33155), which the plan",
+    "  plans as fitting. Where the environment decides (pip's wheel without `triton_kernels` runs MXFP4",
+    "  through Marlin on H100 with bf16 scales, +1.5 GiB; without flashinfer the sampler warm-up is the",
+    "  native one), the plan reports the range (`memory-overhead-uncertain`).",
 ]
 
 
