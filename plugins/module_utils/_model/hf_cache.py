@@ -65,8 +65,20 @@ def is_commit(revision: str) -> bool:
     return bool(COMMIT_RE.fullmatch(revision))
 
 
+def is_repo_id(repo: Any) -> bool:
+    """Whether repo is a Hugging Face model id "org/name" as huggingface_hub's validate_repo_id accepts it
+    (no "..", no "--", no ".git" suffix): the one rule of the plan, the download and the cache layout."""
+    return (
+        isinstance(repo, str)
+        and bool(REPO_ID_RE.fullmatch(repo))
+        and ".." not in repo
+        and "--" not in repo
+        and not repo.endswith(".git")
+    )
+
+
 def validate_repo_id(repo: str) -> None:
-    if not REPO_ID_RE.fullmatch(repo) or ".." in repo or repo.endswith(".git"):
+    if not is_repo_id(repo):
         raise ManifestError(f"repo '{repo}' is not a Hugging Face model id of the form 'org/name'")
 
 

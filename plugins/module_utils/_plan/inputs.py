@@ -34,7 +34,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli imp
     parse_extra_args,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
-from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import REPO_ID_RE
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import is_repo_id
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
 from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
     DEFAULT_CONTEXT_TOKENS,
@@ -295,7 +295,7 @@ def revision_error(revision: str) -> str:
 def repo_error(repo: Any, var: str = "inferops_model.repo") -> str:
     """Why repo is not a Hugging Face model id ("" when it is), naming the variable: the one check of the
     plan and the model_download role (filter inferops.llm.model_repo_error)."""
-    if not isinstance(repo, str) or not REPO_ID_RE.fullmatch(repo) or ".." in repo or looks_like_secret(repo):
+    if not is_repo_id(repo) or looks_like_secret(repo):
         return f"{var} must be a Hugging Face repository id such as Qwen/Qwen3-8B, got {shown(repo)}"
     return ""
 

@@ -95,7 +95,7 @@ def test_commit_ids_and_repo_folder():
     assert not is_commit("main")
     assert not is_commit(COMMIT.upper())
     assert repo_folder_name("Qwen/Qwen3-0.6B") == "models--Qwen--Qwen3-0.6B"
-    for bad in ("noslash", "a/b/c", "../x", "a/.."):
+    for bad in ("noslash", "a/b/c", "../x", "a/..", "a/b.git", "a/b--c"):
         with pytest.raises(ManifestError, match="org/name"):
             repo_folder_name(bad)
 
@@ -335,3 +335,15 @@ def test_manifest_from_directory_refuses_bad_input(tmp_path):
     os.symlink("nowhere", tmp_path / "dangling")
     with pytest.raises(ManifestError, match="dangling"):
         manifest_from_directory(str(tmp_path), "tiny/model", COMMIT)
+
+
+@pytest.mark.parametrize("repo", ["Qwen/Qwen3-8B", "org/name.v1", "x/y_z", "a/b.git", "a/b--c", "a/..", "noslash"])
+def test_the_plan_and_the_download_agree_on_repo_ids(repo):
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import repo_error
+
+    try:
+        repo_folder_name(repo)
+        downloadable = True
+    except ManifestError:
+        downloadable = False
+    assert (repo_error(repo) == "") is downloadable
