@@ -87,6 +87,7 @@ def evaluate_record(record: Dict[str, Any], context: Dict[str, Any]) -> Dict[str
         settings=release_values(arch, str(context["vllm_version"]), total, settings, context.get("gpu_name", "")),
         gpu_name=context.get("gpu_name", ""),
         flashinfer_installed=context.get("flashinfer_installed"),
+        custom_all_reduce=context.get("custom_all_reduce"),
     )
     version = vllm_version(str(context["vllm_version"]))
     logged_weights = record.get("weights_gib")
@@ -382,9 +383,13 @@ DISCUSSION = [
     "  bytes per logit (charged at 18). Each record states which sampler its log shows (context.yml",
     "  `flashinfer_installed`); a plan for 0.10-0.11.0 cannot know it and reports the range",
     "  (`memory-overhead-uncertain`). The Mistral-Small run, without a sampler line, matches FlashInfer.",
-    "* **Non-torch memory** is charged by tensor-parallel size only (0.2 / 0.6 / 1.75 / 2.25 GiB at TP",
-    "  1/2/4/8 before 0.27): runs without custom all-reduce (Ray across nodes, PCIe-only L40S) use far less",
-    "  (0.2 GiB at TP4), so those records are 1.6-1.8 GiB pessimistic; the interconnect is not modelled yet.",
+    "* **Non-torch memory** by collective backend: with vLLM's custom all-reduce (a TP group inside one",
+    "  node on NVLink, or two GPUs with PCIe peer-to-peer) 0.2 / 0.6 / 1.75 / 2.25 GiB at TP 1/2/4/8 before",
+    "  0.27; without it (a TP group spanning nodes, more than two PCIe-only GPUs, `--disable-custom-all-reduce`:",
+    "  distributed/device_communicators/custom_all_reduce.py) the one-GPU figure, which the three such records",
+    "  confirm (Ray TP2 and TP4 across nodes, four PCIe L40S: 1.6-1.8 GiB pessimistic before, within 0.2 GiB",
+    "  now). The plan applies it when no placement of the TP size can run custom all-reduce on the host's",
+    "  topology; otherwise it charges the TP figure (the safe side).",
     "* **Eras without records.** The dataset holds released-vLLM logs of 0.10.1.1, 0.10.2, 0.11.0 and",
     "  0.27.1 only. For the releases in between, the constants are carried over and every behaviour change",
     "  read in the wheels' source (CUDA-graph charge, default utilization, sampler, model runner, profiler)",

@@ -51,6 +51,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     auto_result,
+    custom_allreduce,
     explicit_result,
     finish_layout,
     layout_search,
@@ -199,6 +200,7 @@ def _evaluate(
     tp: int,
     pp: int,
     pinned: Optional[Mapping[str, Any]] = None,
+    custom_all_reduce: Optional[bool] = None,
 ) -> _Evaluation:
     """Resolve the settings for one layout and budget them, until the budget-dependent choices settle.
 
@@ -223,6 +225,7 @@ def _evaluate(
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,
             image_max_pixels=image_max_pixels,
+            custom_all_reduce=custom_all_reduce,
         )
 
     figures = budget()
@@ -259,11 +262,22 @@ def vllm_plan(
     }
     evaluations: Dict[Tuple[int, int], Optional[_Evaluation]] = {}
 
+    def custom_ar(tp: int) -> Optional[bool]:
+        """False when no placement of this TP size (more than two GPUs: what the records show) runs vLLM's
+        custom all-reduce (its non-torch buffers are then those of one GPU); None otherwise (charged as if it
+        ran, the safe side; two PCIe GPUs without peer-to-peer have no record yet)."""
+        placements = [c for c in search.candidates if c.tp == tp]
+        if tp > 2 and placements and not any(custom_allreduce(search.topo, c) for c in placements):
+            return False
+        return None
+
     def evaluation(tp: int, pp: int) -> Optional[_Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
         if (tp, pp) not in evaluations:
             try:
-                evaluations[(tp, pp)] = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+                evaluations[(tp, pp)] = _evaluate(
+                    ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp)
+                )
             except ValueError:
                 evaluations[(tp, pp)] = None
         return evaluations[(tp, pp)]
@@ -326,7 +340,7 @@ def vllm_plan(
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
         try:
-            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp)
+            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp))
         except ValueError as exc:
             pipeline = "pipeline" in str(exc)
             variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"

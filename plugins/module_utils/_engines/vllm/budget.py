@@ -561,8 +561,13 @@ def overhead_estimate(
     compute_capability: Optional[str] = None,
     flashinfer_installed: Optional[bool] = None,
     image_max_pixels: Optional[int] = None,
+    custom_all_reduce: Optional[bool] = None,
 ) -> Dict[str, Any]:
     """Modelled non-KV memory per GPU besides the weights (docs/accuracy.md).
+
+    ``custom_all_reduce``: False when vLLM's custom all-reduce cannot run for the TP group (a group spanning
+    nodes, or more than two PCIe-only GPUs: distributed/device_communicators/custom_all_reduce.py); the
+    non-torch memory is then that of one GPU. None (unknown) or True charges the TP size's figure.
 
     ``image_max_pixels``: the checkpoint's image-processor pixel limit (``vision_profile``).
 
@@ -572,7 +577,7 @@ def overhead_estimate(
     """
     era = _era(version)
     tp = tensor_parallel_size
-    non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], tp) * GIB)
+    non_torch = int(_tp_bucket(_NON_TORCH_GIB[era], 1 if custom_all_reduce is False else tp) * GIB)
     forward = int(settings["max_num_batched_tokens"]) * _forward_bytes_per_token(arch, tp)
     kind, alternative = _sampler(version, arch, compute_capability, flashinfer_installed)
     # _dummy_run schedules min(max_num_batched_tokens, max_num_seqs) requests: one logits row each
@@ -706,6 +711,7 @@ def vllm_memory_budget(
     measured_overhead_bytes: Optional[int] = None,
     flashinfer_installed: Optional[bool] = None,
     image_max_pixels: Optional[int] = None,
+    custom_all_reduce: Optional[bool] = None,
 ) -> Dict[str, Any]:
     """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it.
 
@@ -728,7 +734,7 @@ def vllm_memory_budget(
     loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
     model_overhead = overhead_estimate(
-        arch, version, values, tp, pp, compute_capability, flashinfer_installed, image_max_pixels
+        arch, version, values, tp, pp, compute_capability, flashinfer_installed, image_max_pixels, custom_all_reduce
     )
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))

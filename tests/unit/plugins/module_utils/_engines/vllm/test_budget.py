@@ -743,3 +743,14 @@ def test_published_runs_are_planned_as_they_ended(run):
     if run.get("kv_predicted_logged_weights") is not None and run["kv_logged"] is not None:
         # the overhead model against the logged KV line: within 0.5 GiB, never more than 5 % optimistic
         assert abs(run["kv_predicted_logged_weights"] - run["kv_logged"]) <= 0.5
+
+
+@pytest.mark.parametrize(("version", "custom", "gib"), [
+    ("0.11.0", None, 1.75), ("0.11.0", True, 1.75), ("0.11.0", False, 0.20), ("0.27.1", False, 0.50),
+])  # fmt: skip
+def test_non_torch_memory_without_custom_all_reduce_is_one_gpus(version, custom, gib):
+    # records: Ray TP2/TP4 across nodes and four PCIe L40S logged one GPU's non-torch memory (docs/accuracy.md)
+    v = vllm_version(version)
+    settings = {k: e["value"] for k, e in resolve_settings(LLAMA70B, v, H100).items()}
+    got = overhead_estimate(LLAMA70B, v, settings, tensor_parallel_size=4, custom_all_reduce=custom)
+    assert got["non_torch_bytes"] == int(gib * GIB)
