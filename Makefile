@@ -102,12 +102,15 @@ images: venv ## build the systemd Debian images Molecule boots (reused while the
 
 .PHONY: molecule
 molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
-	@failed=""; for s in $(SCENARIOS); do \
+	@failed=""; mkdir -p $(BUILD)/molecule; rm -f $(BUILD)/molecule/failures.txt; \
+	for s in $(SCENARIOS); do \
 	  echo "== molecule test -s $$s"; start=$$SECONDS; \
-	  if molecule test -s $$s; then echo "== $$s passed in $$((SECONDS - start)) s"; \
-	  else echo "== $$s FAILED after $$((SECONDS - start)) s"; failed="$$failed $$s"; fi; \
+	  if molecule test -s $$s 2>&1 | tee $(BUILD)/molecule/$$s.log; test $${PIPESTATUS[0]} -eq 0; \
+	  then echo "== $$s passed in $$((SECONDS - start)) s"; \
+	  else echo "== $$s FAILED after $$((SECONDS - start)) s"; failed="$$failed $$s"; \
+	    python tests/bin/molecule-excerpt $(BUILD)/molecule/$$s.log >> $(BUILD)/molecule/failures.txt; fi; \
 	done; \
-	if [ -n "$$failed" ]; then echo "failed scenarios:$$failed"; exit 1; fi
+	if [ -n "$$failed" ]; then echo "failed scenarios:$$failed"; cat $(BUILD)/molecule/failures.txt; exit 1; fi
 
 .PHONY: test
 test: ## everything CI runs, with a timing summary per stage
