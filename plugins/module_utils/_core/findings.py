@@ -27,6 +27,7 @@ FINDING_IDS: Dict[str, str] = {
     "cudagraph-capture-size": "CUDA-graph capture sizes that do not fit the batch",
     "driver-version": "an NVIDIA driver older than the GPU or the engine's CUDA needs",
     "engine-format": "a weight format the engine release cannot load",
+    "gateway-backend-loopback": "an engine on another host than the gateway bound to loopback, so unreachable",
     "gateway-ollama-unrouted": "an Ollama engine host without ollama_models, so no gateway route",
     "gateway-profile-invalid": "a gateway profile whose name hides a served model",
     "gateway-profile-parameter": "a profile's sampling or template field the engine or its version does not accept",

@@ -380,7 +380,22 @@ def render_gateway_table(gateway: Mapping[str, Any]) -> List[str]:
 
 # What the gateway reads of an engine host besides its plan (never a secret's value: only whether
 # vllm_api_key is set, so that the gateway role passes the key it reads from the vault).
-ENDPOINT_VARIABLES = ("ansible_host", "gateway_backend_address", "vllm_port", "ollama_port", "ollama_models")
+ENDPOINT_VARIABLES = (
+    "ansible_host",
+    "gateway_backend_address",
+    "vllm_host",
+    "vllm_port",
+    "ollama_host",
+    "ollama_port",
+    "ollama_models",
+)
+# The address each engine role binds when the inventory sets none (roles/vllm and roles/ollama defaults).
+_DEFAULT_LISTEN = "127.0.0.1"
+_LISTEN_VARIABLE = {"vllm": "vllm_host", "ollama": "ollama_host"}
+
+
+def _is_loopback(address: str) -> bool:
+    return address in ("localhost", "::1", "[::1]") or address.startswith("127.")
 
 
 def _env_name(host: str) -> str:
@@ -415,6 +430,8 @@ def fleet_endpoints(
                 ]
         endpoints[host] = {
             "address": address,
+            "vllm_host": str(variables.get("vllm_host") or _DEFAULT_LISTEN),
+            "ollama_host": str(variables.get("ollama_host") or _DEFAULT_LISTEN),
             "vllm_port": int(variables.get("vllm_port") or 8000),
             "ollama_port": int(variables.get("ollama_port") or 11434),
             "models": models,
@@ -442,8 +459,9 @@ def plan_fleet_gateway(
             engine = plan.get("engine")
             endpoints[host]["port"] = endpoints[host]["ollama_port" if engine == "ollama" else "vllm_port"]
     usable = {host: endpoint for host, endpoint in endpoints.items() if "port" in endpoint}
+    backends = backends_from_plans(plans, usable)
     gateway = plan_gateway(
-        backends_from_plans(plans, usable),
+        backends,
         gateway_variables.get("gateway_profiles") or [],
         gateway_variables.get("gateway_backends") or [],
     )
@@ -459,6 +477,31 @@ def plan_fleet_gateway(
                     [{"pull": "qwen3:8b"}],
                 )
             )
+    # An engine bound to loopback on another host: its routes are planned but no request can reach it.
+    routed = {backend["host"] for backend in backends}
+    for host, endpoint in usable.items():
+        engine = str(plans[host].get("engine"))
+        variable = _LISTEN_VARIABLE.get(engine)
+        if host == gateway_host or host not in routed or variable is None or not _is_loopback(endpoint[variable]):
+            continue
+        gateway["checks"].append(
+            finding_entry(
+                "gateway-backend-loopback",
+                "error",
+                f"{ENGINE_NAMES[engine]} on {host} listens on {endpoint[variable]} ({variable}"
+                f"{'' if variable in engine_hosts.get(host, {}) else ', the role default'}), which the gateway on "
+                f"{gateway_host} cannot reach at {endpoint['address']}: set {variable}: 0.0.0.0 on {host} (or an "
+                "address of it that the gateway reaches)"
+                + (
+                    ", with vllm_api_key in Ansible Vault"
+                    if engine == "vllm"
+                    else ", behind a firewall (Ollama has no keys)"
+                )
+                + f", or leave {host} out of gateway_backend_hosts",
+                variable,
+                "0.0.0.0",
+            )
+        )
     gateway["host"] = gateway_host
     gateway["backend_keys"] = sorted({e["api_key_env"]: h for h, e in usable.items() if e["api_key_env"]}.items())
     return gateway

@@ -165,3 +165,19 @@ def test_ollama_host_without_models_gets_a_check_naming_ollama_models():
     served = plan_fleet_gateway(plans, {"standby": {"ollama_models": [{"pull": "qwen3:8b"}]}}, "gw", {})
     assert [route["model"] for route in served["routes"]] == ["qwen3:8b"]
     assert not [c for c in served["checks"] if c["id"] == "gateway-ollama-unrouted"]
+
+
+@pytest.mark.parametrize("case", CASES["loopback"], ids=[case["id"] for case in CASES["loopback"]])
+def test_an_engine_on_another_host_bound_to_loopback_is_refused(case):
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import plan_fleet_gateway
+
+    plan = {"engine": case["engine"], "engine_version": "0.33.0", "model": {"repo": "Qwen/Qwen3-8B"}}
+    gateway = plan_fleet_gateway({case["host"]: plan}, {case["host"]: case["variables"]}, "gw", {})
+    found = [c for c in gateway["checks"] if c["id"] == "gateway-backend-loopback"]
+    if case["refused"] is None:
+        assert found == []
+        return
+    [check] = found
+    assert check["severity"] == "error" and check["variable"] == case["refused"]
+    assert check["suggested"] == "0.0.0.0"
+    assert case["host"] in check["message"] and f"set {case['refused']}: 0.0.0.0" in check["message"]
