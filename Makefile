@@ -48,8 +48,8 @@ $(COLLECTION_LINK):
 lint: venv ## ruff, ansible-lint (production profile, yamllint included), argument specs vs defaults, changelog fragments
 	ruff check .
 	ruff format --check .
-	# Molecule's prerun installs this collection into ~/.ansible/collections; ansible-lint would resolve the
-	# collection's own modules from that copy of an earlier run (same version, so it is not refreshed).
+	# A copy of this collection in ~/.ansible/collections (left by Molecule's prerun before
+	# .config/molecule/config.yml turned it off) would shadow the checkout for ansible-lint and Molecule.
 	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/llm
 	ansible-lint
 	python tests/bin/check-argument-specs
