@@ -1,6 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm engine_version_error, model_repo_error and unit_value_errors filters (see their .yml files).
+"""The inferops.llm engine_version_error, model_repo_error, listen_address_error and unit_value_errors filters
+(see their .yml files).
 
 The engine roles' preflight checks, with the grammar and the rules the plan uses (_core/versions.py,
 _core/safety.py), so that the plan and the roles accept the same values.
@@ -21,6 +22,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.versions import
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import (
     engine_version_error as _engine_version_error,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    listen_address_error as _listen_address_error,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import repo_error
 
 # One word in a unit: no whitespace (it would split ExecStart= or ReadWritePaths=), no quotes or backslash.
@@ -37,6 +41,13 @@ def engine_version_error(version: t.Any, engine: t.Any, variable: t.Any = "") ->
 def model_repo_error(repo: t.Any, variable: t.Any = "inferops_model.repo") -> str:
     """Why repo is not a Hugging Face model id ("" when it is), naming the variable, as the plan checks it."""
     return repo_error(repo, str(variable or "inferops_model.repo"))
+
+
+def listen_address_error(value: t.Any, variable: t.Any) -> str:
+    """Why value is not an address vllm_host or ollama_host can listen on ("" when it is), as the plan checks it."""
+    if variable not in ("vllm_host", "ollama_host"):
+        raise AnsibleFilterError("listen_address_error: variable must be vllm_host or ollama_host")
+    return _listen_address_error(value, str(variable))
 
 
 def unit_value_errors(values: t.Any, words: t.Any = (), escaped: t.Any = ()) -> list[str]:
@@ -73,5 +84,6 @@ class FilterModule:
         return {
             "engine_version_error": engine_version_error,
             "model_repo_error": model_repo_error,
+            "listen_address_error": listen_address_error,
             "unit_value_errors": unit_value_errors,
         }

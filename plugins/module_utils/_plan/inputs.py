@@ -8,6 +8,7 @@ Only the names listed here are read, so secrets such as ``vllm_api_key`` or an H
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import os
 import re
@@ -49,8 +50,36 @@ SEVERITIES = ("error", "warning", "info")
 
 _COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A host name or address for ollama_host: letters, digits, dots, dashes, colons (IPv6), brackets.
-_HOST_RE = re.compile(r"[A-Za-z0-9.:\[\]-]{1,253}")
+# A host name or IPv4 address to listen on (no port: that is the engine's own *_port variable).
+_HOST_NAME_RE = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
+# How each engine takes an IPv6 address: vLLM's --host goes to uvicorn's bind as it is ("::"); the
+# ollama role writes OLLAMA_HOST=<ollama_host>:<port>, which Ollama splits with net.SplitHostPort
+# (envconfig/config.go Host), so the address needs brackets there ("[::1]").
+_LISTEN_IPV6_BRACKETS = {"vllm_host": False, "ollama_host": True}
+
+
+def listen_address_error(value: Any, variable: str) -> str:
+    """Why value is not an address ``variable`` (vllm_host or ollama_host) can listen on; "" when it is."""
+    brackets = _LISTEN_IPV6_BRACKETS[variable]
+    if isinstance(value, str):
+        if _HOST_NAME_RE.fullmatch(value):
+            return ""
+        inner = value[1:-1] if value.startswith("[") and value.endswith("]") else None
+        candidate = inner if brackets else (value if inner is None else None)
+        if candidate is not None:
+            try:
+                ipaddress.IPv6Address(candidate)
+                return ""
+            except ValueError:
+                pass
+    port = variable.replace("_host", "_port")
+    ipv6 = "[::]" if brackets else "::"
+    return (
+        f"{variable} must be an address to listen on, without a port (that is {port}): 0.0.0.0, 127.0.0.1, "
+        f"a host name, or an IPv6 address written {ipv6}; got {shown(value)}"
+    )
+
+
 # Names that carry credentials. Values under such names never enter a plan: they go through the
 # engine roles' secret variables into a 0600 environment file.
 _SECRET_NAME_RE = SECRET_NAME_RE
@@ -689,8 +718,8 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     listen = None
     if engine == "ollama":
         address, port = variables.get("ollama_host"), variables.get("ollama_port")
-        if not _is_unset(address) and not (isinstance(address, str) and _HOST_RE.fullmatch(address)):
-            errors.append(f"ollama_host must be an address such as 127.0.0.1 or 0.0.0.0, got {shown(address)}")
+        if not _is_unset(address) and listen_address_error(address, "ollama_host"):
+            errors.append(listen_address_error(address, "ollama_host"))
         number = None if _is_unset(port) else _number(port, "int")
         if not _is_unset(port) and (number is None or not 0 < number < 65536):
             errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")

@@ -27,3 +27,38 @@ def test_other_values_are_refused_naming_the_variable_and_an_id_that_passes(repo
 
 def test_the_variable_named_can_be_chosen():
     assert FILTERS["model_repo_error"]("x", "my_model.repo").startswith("my_model.repo must be")
+
+
+# listen_address_error: (address, variable, passes). vLLM takes IPv6 as uvicorn binds it, Ollama in brackets.
+LISTEN_CASES = [
+    ("0.0.0.0", "vllm_host", True),
+    ("127.0.0.1", "vllm_host", True),
+    ("gpu-a.lan", "vllm_host", True),
+    ("::", "vllm_host", True),
+    ("[::]", "vllm_host", False),
+    ("0.0.0.0:8000", "vllm_host", False),
+    ("http://0.0.0.0", "vllm_host", False),
+    ("", "vllm_host", False),
+    (None, "vllm_host", False),
+    ("[::1]", "ollama_host", True),
+    ("::1", "ollama_host", False),
+    ("0.0.0.0", "ollama_host", True),
+    ("0.0.0.0:11434", "ollama_host", False),
+]
+
+
+@pytest.mark.parametrize(("address", "variable", "passes"), LISTEN_CASES)
+def test_listen_address_error(address, variable, passes):
+    message = FILTERS["listen_address_error"](address, variable)
+    if passes:
+        assert message == ""
+    else:
+        assert message.startswith(f"{variable} must be an address to listen on, without a port")
+        assert "0.0.0.0" in message
+
+
+def test_listen_address_error_knows_only_the_engines_host_variables():
+    from ansible.errors import AnsibleFilterError
+
+    with pytest.raises(AnsibleFilterError):
+        FILTERS["listen_address_error"]("0.0.0.0", "gateway_host")
