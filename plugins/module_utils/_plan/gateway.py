@@ -15,6 +15,7 @@ accepts are in gateway.json, each with its source.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -395,7 +396,13 @@ _LISTEN_VARIABLE = {"vllm": "vllm_host", "ollama": "ollama_host"}
 
 
 def _is_loopback(address: str) -> bool:
-    return address in ("localhost", "::1", "[::1]") or address.startswith("127.")
+    """localhost, 127.0.0.0/8 or ::1 (bracketed as ollama_host writes it); a host name is not loopback."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _env_name(host: str) -> str:

@@ -718,8 +718,9 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     listen = None
     if engine == "ollama":
         address, port = variables.get("ollama_host"), variables.get("ollama_port")
-        if not _is_unset(address) and listen_address_error(address, "ollama_host"):
-            errors.append(listen_address_error(address, "ollama_host"))
+        address_error = "" if _is_unset(address) else listen_address_error(address, "ollama_host")
+        if address_error:
+            errors.append(address_error)
         number = None if _is_unset(port) else _number(port, "int")
         if not _is_unset(port) and (number is None or not 0 < number < 65536):
             errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
