@@ -104,6 +104,7 @@ def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> 
         quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
         include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
         include_vision=not requested.get("language_model_only"),
+        checkpoint=inputs.checkpoint_bytes,
     )
 
 
