@@ -34,6 +34,14 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.safety import redact
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
+from ansible_collections.inferops.llm.plugins.module_utils._model.gguf import (
+    MAX_HEADER_BYTES,
+    GgufError,
+    GgufTruncated,
+    parse_gguf,
+    read_gguf,
+    shape_from_gguf,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import (
     CacheLayout,
     is_commit,
@@ -57,6 +65,8 @@ _MAX_HEADER_BYTES = 100_000_000
 _HEADER_ALLOWANCE_PER_SHARD = 16 * 1024 * 1024
 _TRUE = ("1", "on", "yes", "true")
 _REPO_VAR = "inferops_model.repo"
+_FILE_VAR = "inferops_model.file"
+_GGUF_FIRST_RANGE = 1024 * 1024
 _REVISION_VAR = "inferops_model.revision"
 WAYS_TO_PROVIDE = (
     "download it once on a machine with access (`hf download REPO --include '*.json'` fills the cache, or "
@@ -121,6 +131,19 @@ class Unresolved:
     message: str
 
 
+@dataclass(frozen=True)
+class GgufCheckpoint:
+    """A GGUF file of a repository: its size (what Ollama loads) and the shape its header gives."""
+
+    repo: str
+    revision: str
+    commit: str
+    file: str
+    file_bytes: int
+    shape: Dict[str, Any] = field(hash=False, compare=False)
+    source: str = ""  # the cache path or URL, with the commit
+
+
 # --------------------------------------------------------------------------------------------- settings
 
 
@@ -140,6 +163,12 @@ def _layout(hub_cache: str, repo: str) -> CacheLayout:
 
 def _header_record(hub_cache: str, repo: str, commit: str) -> str:
     return _layout(hub_cache, repo).header_record_path(commit)
+
+
+def _gguf_record(hub_cache: str, repo: str, commit: str, file: str) -> str:
+    """The shape and size of a GGUF file whose header was read over HTTP (the file itself is not downloaded)."""
+    folder = os.path.dirname(_header_record(hub_cache, repo, commit))
+    return os.path.join(os.path.dirname(folder), "gguf", os.path.basename(folder), commit, file + ".json")
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -371,6 +400,21 @@ class HubClient:
             )
         )
 
+    def read_range(self, repo: str, commit: str, path: str, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of a file at commit: one HTTP range request."""
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+        url = hf_hub_url(repo, path, revision=commit, endpoint=self.endpoint)
+        headers = {**build_hf_headers(token=self.token), "Range": f"bytes={start}-{end}"}
+
+        def get() -> bytes:
+            response = get_session().get(url, headers=headers, timeout=self.timeout)
+            hf_raise_for_status(response)
+            return bytes(response.content)
+
+        return bytes(self._call(get))
+
     def header_total(self, repo: str, commit: str, path: str) -> int:
         """Bytes of every tensor of a single safetensors file, read with range requests (header only)."""
         from huggingface_hub import HfApi
@@ -467,25 +511,135 @@ class ModelResolver:
             self._unreachable = redact(f"{self.endpoint} did not answer ({exc})")[:400]
             return Unresolved("unreachable", self._unreachable)
         except _Gated:
-            return Unresolved(
-                "gated",
-                f"{_REPO_VAR} {repo!r} is gated or private at {self.endpoint} (HTTP 401/403): accept its licence on "
-                f"{self.endpoint}/{repo} with your account, then give the plan a read token as the controller's "
-                "HF_TOKEN environment variable or the vaulted variable inferops_hf_token (it is used for the "
-                "request only)",
-            )
+            return Unresolved("gated", self._gated_message(repo))
         except _NotFound as exc:
-            if exc.what == "revision":
-                raise ModelSourceError(
-                    f"{_REVISION_VAR} {revision!r} does not exist in {repo} at {self.endpoint}: pin a commit sha "
-                    f"from {self.endpoint}/{repo}/commits/main, or a branch or tag of the repository"
-                ) from None
-            if exc.what == "repo":
-                raise ModelSourceError(
-                    f"{_REPO_VAR} {repo!r} does not exist at {self.endpoint} (or is private: give a token as "
-                    "HF_TOKEN or inferops_hf_token): check the id on the model's page, such as Qwen/Qwen3-8B"
-                ) from None
-            raise ModelSourceError(f"{_REPO_VAR} {repo!r}@{revision}: a file listed by the Hub is missing") from None
+            self._not_found(exc, repo, revision)
+            raise  # not reached
+
+    def resolve_gguf(self, repo: str, revision: str, file: str) -> Any:
+        """A GgufCheckpoint for ``file`` (cache: the file or a record of its header; else its header read from
+        the Hub with range requests), or Unresolved; memoised per (repo, revision, file). Raises
+        ModelSourceError as ``resolve`` does, and for a file the repository lacks or a header cut short."""
+        key = (repo, revision, file)
+        if key not in self._memo:
+            try:
+                self._memo[key] = self._resolve_gguf(repo, revision, file)
+            except ModelSourceError as exc:
+                self._memo[key] = ModelSourceError(redact(str(exc)))
+        result = self._memo[key]
+        if isinstance(result, ModelSourceError):
+            raise result
+        return result
+
+    def _resolve_gguf(self, repo: str, revision: str, file: str) -> Any:
+        if not is_repo_id(repo):
+            raise ModelSourceError(f"{_REPO_VAR} {repo!r} is not a Hugging Face model id such as Qwen/Qwen3-8B")
+        layout = _layout(self.hub_cache, repo)
+        commit = revision if is_commit(revision) else layout.read_ref(revision)
+        if commit is not None:
+            path = layout.snapshot_path(commit, file)
+            if os.path.isfile(path):
+                return self._gguf_from_file(repo, revision, commit, file, path)
+            record = _gguf_record(self.hub_cache, repo, commit, file)
+            if os.path.isfile(record):
+                data = _read_json(record, "GGUF header record", repo)
+                if isinstance(data, dict) and isinstance(data.get("shape"), dict) and isinstance(data.get("size"), int):
+                    source = f"GGUF header of {data.get('url', file)} (commit {commit}), kept in {record}"
+                    return GgufCheckpoint(repo, revision, commit, file, data["size"], data["shape"], source)
+        if self.offline:
+            return Unresolved("offline", f"HF_HUB_OFFLINE is set and {self.hub_cache} has no {repo}@{revision}/{file}")
+        if self._unreachable:
+            return Unresolved("unreachable", self._unreachable)
+        client = self._hub_client()
+        if client is None:
+            return Unresolved(
+                "no-client", f"{repo}@{revision}/{file} is not in {self.hub_cache} and huggingface_hub is not installed"
+            )
+        try:
+            return self._gguf_from_hub(client, repo, revision, file)
+        except _Unreachable as exc:
+            self._unreachable = redact(f"{self.endpoint} did not answer ({exc})")[:400]
+            return Unresolved("unreachable", self._unreachable)
+        except _Gated:
+            return Unresolved("gated", self._gated_message(repo))
+        except _NotFound as exc:
+            self._not_found(exc, repo, revision)
+            raise  # not reached
+
+    def _gguf_from_file(self, repo: str, revision: str, commit: str, file: str, path: str) -> GgufCheckpoint:
+        try:
+            shape = shape_from_gguf(read_gguf(path, f"{_FILE_VAR} {file!r} at {path}"))
+        except GgufError as exc:
+            raise ModelSourceError(f"{exc} ({_REPO_VAR} {repo!r})") from None
+        source = f"cache {path} (commit {commit})"
+        return GgufCheckpoint(repo, revision, commit, file, os.path.getsize(path), shape, source)
+
+    def _gguf_from_hub(self, client: Any, repo: str, revision: str, file: str) -> GgufCheckpoint:
+        commit, files = client.files(repo, revision)
+        size = files.get(file, -1)
+        if file not in files:
+            ggufs = sorted(name for name in files if name.endswith(".gguf"))[:8]
+            raise ModelSourceError(
+                f"{_FILE_VAR} {file!r} is not in {repo} at {revision} ({commit}); its GGUF files: "
+                f"{', '.join(ggufs) or 'none'}"
+            )
+        url = f"{self.endpoint}/{repo}/resolve/{commit}/{file}"
+        name = f"{_FILE_VAR} {file!r} at {url}"
+        data = b""
+        length = _GGUF_FIRST_RANGE
+        while True:
+            if isinstance(size, int) and size >= 0:
+                length = min(length, size)
+            data += client.read_range(repo, commit, file, len(data), length - 1) if length > len(data) else b""
+            try:
+                shape = shape_from_gguf(parse_gguf(data, name))
+                break
+            except GgufTruncated as exc:
+                if len(data) < length or length >= MAX_HEADER_BYTES or (isinstance(size, int) and length >= size):
+                    raise ModelSourceError(f"{exc} ({_REPO_VAR} {repo!r})") from None
+                length = min(length * 4, MAX_HEADER_BYTES)
+            except GgufError as exc:
+                raise ModelSourceError(f"{exc} ({_REPO_VAR} {repo!r})") from None
+        if not isinstance(size, int) or size < 0:
+            raise ModelSourceError(f"{name}: the Hub did not list the file's size")
+        write_atomic(
+            _gguf_record(self.hub_cache, repo, commit, file),
+            json.dumps({"size": size, "shape": shape, "url": url}) + "\n",
+        )
+        if commit != revision:
+            _layout(self.hub_cache, repo).write_ref(revision, commit)
+        return GgufCheckpoint(
+            repo,
+            revision,
+            commit,
+            file,
+            size,
+            shape,
+            f"GGUF header (range requests) of {url} ({revision} -> {commit})"
+            if commit != revision
+            else f"GGUF header (range requests) of {url} (commit {commit})",
+        )
+
+    def _gated_message(self, repo: str) -> str:
+        return (
+            f"{_REPO_VAR} {repo!r} is gated or private at {self.endpoint} (HTTP 401/403): accept its licence on "
+            f"{self.endpoint}/{repo} with your account, then give the plan a read token as the controller's "
+            "HF_TOKEN environment variable or the vaulted variable inferops_hf_token (it is used for the "
+            "request only)"
+        )
+
+    def _not_found(self, exc: Any, repo: str, revision: str) -> None:
+        if exc.what == "revision":
+            raise ModelSourceError(
+                f"{_REVISION_VAR} {revision!r} does not exist in {repo} at {self.endpoint}: pin a commit sha "
+                f"from {self.endpoint}/{repo}/commits/main, or a branch or tag of the repository"
+            ) from None
+        if exc.what == "repo":
+            raise ModelSourceError(
+                f"{_REPO_VAR} {repo!r} does not exist at {self.endpoint} (or is private: give a token as "
+                "HF_TOKEN or inferops_hf_token): check the id on the model's page, such as Qwen/Qwen3-8B"
+            ) from None
+        raise ModelSourceError(f"{_REPO_VAR} {repo!r}@{revision}: a file listed by the Hub is missing") from None
 
     def _hub_client(self) -> Any:
         if self._client is None:

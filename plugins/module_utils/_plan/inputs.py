@@ -183,6 +183,7 @@ class HostInputs:
     # tensor with their source, and the report's model.commit / model.config_source.
     checkpoint_bytes: Optional[Tuple[int, str]] = None
     model_source: Optional[Dict[str, Any]] = None
+    gguf_shape: Optional[Dict[str, Any]] = None  # the GGUF file's header as the Ollama budget reads it
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue impo
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
     WAYS_TO_PROVIDE,
     Checkpoint,
+    GgufCheckpoint,
     ModelResolver,
     ModelSourceError,
 )
@@ -42,9 +43,9 @@ def resolve_model_source(inputs: HostInputs, resolver: Optional[ModelResolver]) 
     if model.get("config_file"):
         inputs.model_source = {"commit": None, "config_source": f"inferops_model.config_file {model['config_file']}"}
         return []
-    if str(model.get("file", "")).lower().endswith(".gguf"):
-        return []  # a GGUF file: its architecture from base_model / the catalogue (headers not read yet)
     repo, revision = str(model["repo"]), str(model["revision"])
+    if str(model.get("file", "")).lower().endswith(".gguf"):
+        return _use_gguf(inputs, resolver, repo, revision, str(model["file"]))
     try:
         result = resolver.resolve(repo, revision)
     except ModelSourceError as exc:
@@ -91,6 +92,33 @@ def _use_checkpoint(inputs: HostInputs, checkpoint: Checkpoint) -> List[Dict[str
     notes = "".join(f"; {note}" for note in checkpoint.notes)
     inputs.model_source = {"commit": checkpoint.commit, "config_source": checkpoint.config_source + notes}
     return []
+
+
+def _use_gguf(inputs: HostInputs, resolver: ModelResolver, repo: str, revision: str, file: str) -> List[Dict[str, str]]:
+    """A GGUF file: its header gives the shape the Ollama budget reads and the Hub its exact size; the
+    architecture (report, checks) still comes from base_model or the catalogue."""
+    model = inputs.model
+    try:
+        result = resolver.resolve_gguf(repo, revision, file)
+    except ModelSourceError as exc:
+        raise PlanInputError([str(exc)]) from None
+    if isinstance(result, GgufCheckpoint):
+        inputs.gguf_shape = dict(result.shape)
+        if "weights_bytes" not in model:
+            inputs.model = {**model, "weights_bytes": result.file_bytes}
+            inputs.checkpoint_bytes = (result.file_bytes, f"GGUF file size, {result.source}")
+        inputs.model_source = {"commit": result.commit, "config_source": result.source}
+        return []
+    if "weights_bytes" not in model:
+        raise PlanInputError(
+            [
+                f"inferops_model.file {file!r} of {repo!r} at {revision!r} could not be read ({result.message}): "
+                "put the file in the controller's Hugging Face cache (`hf download REPO FILE`), or give its size in "
+                "bytes as inferops_model.weights_bytes (with inferops_model.base_model for its architecture)"
+            ]
+        )
+    inputs.model_source = {"commit": None, "config_source": f"inventory (GGUF header not read: {result.message})"}
+    return [finding("model-source", "warning", result.message)] if result.reason == "gated" else []
 
 
 def source_keys(inputs: HostInputs) -> Dict[str, Any]:

@@ -7,7 +7,7 @@ Public API (plain dicts in, plain dicts out; no Ansible imports):
 ``ollama_budget(ollama_version, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_architecture()``
-  (the tests also build one from a real GGUF header: tests/.../_engines/ollama/gguf_reader.py) from the collection's
+  (or ``_model/gguf.py shape_from_gguf`` from the GGUF header itself, when the plan reads it) from the collection's
   ``ModelArchitecture`` (module_utils/model_arch.py) for a catalogued base model.
 * ``gpus``: sequence of ``{"index": int, "memory_total_bytes": int}`` (optionally
   ``"compute_capability": "8.6"``), in CUDA_VISIBLE_DEVICES order.
