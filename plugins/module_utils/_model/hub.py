@@ -679,7 +679,9 @@ class ModelResolver:
                 snapshot = os.path.dirname(client.download(repo, commit, name))
         origin = _Origin(self.endpoint, via_ref=None if commit == revision else revision)
         if INDEX in files:
-            origin.shard_sizes = {k: v for k, v in files.items() if k.endswith(".safetensors") and isinstance(v, int)}
+            sizes = {k: v for k, v in files.items() if k.endswith(".safetensors")}
+            # checked against the index only when the Hub (or mirror) lists every file's size
+            origin.shard_sizes = sizes if all(isinstance(v, int) for v in sizes.values()) else None
         elif SINGLE_FILE in files:
             origin.header_total = client.header_total(repo, commit, SINGLE_FILE)
             url = f"{self.endpoint}/{repo}/resolve/{commit}/{SINGLE_FILE}"

@@ -105,8 +105,10 @@ def _use_gguf(inputs: HostInputs, resolver: ModelResolver, repo: str, revision: 
     if isinstance(result, GgufCheckpoint):
         inputs.gguf_shape = dict(result.shape)
         if "weights_bytes" not in model:
-            inputs.model = {**model, "weights_bytes": result.file_bytes}
-            inputs.checkpoint_bytes = (result.file_bytes, f"GGUF file size, {result.source}")
+            # "gguf file ..." as _model/weights.py names a GGUF total (the file holds only the text model)
+            inputs.checkpoint_bytes = (result.file_bytes, f"gguf file size, {result.source}")
+            if inputs.engine == "ollama":  # the Ollama budget reads the size from the model mapping
+                inputs.model = {**model, "weights_bytes": result.file_bytes}
         inputs.model_source = {"commit": result.commit, "config_source": result.source}
         return []
     if "weights_bytes" not in model:

@@ -67,7 +67,7 @@ def test_an_ollama_model_plans_from_its_gguf_on_the_hub_with_range_requests(tmp_
     assert model["weights_bytes"] == len(data)  # the file as listed: what Ollama loads
     assert (
         model["weights_source"]
-        == f"GGUF file size, GGUF header (range requests) of {hub.url}/{REPO}/resolve/{commit}/{FILE}"
+        == f"gguf file size, GGUF header (range requests) of {hub.url}/{REPO}/resolve/{commit}/{FILE}"
         f" (main -> {commit})"
     )
     ranges = [r for _m, p, r in hub.requests if p.endswith(FILE)]
@@ -109,3 +109,17 @@ def test_a_gguf_in_the_cache_plans_offline_with_its_size(tmp_path):
     model = build_plan(ollama_variables(), {"gpus": [GPU]}, models=offline)["model"]
     assert model["weights_bytes"] == (GGUF / FILE).stat().st_size
     assert model["commit"] == COMMIT
+
+
+def test_vllm_serving_a_gguf_takes_the_file_size_as_the_weights(tmp_path):
+    put_in_cache(tmp_path / "hub", REPO, COMMIT, {FILE: (GGUF / FILE).read_bytes()})
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": REPO, "revision": COMMIT, "file": FILE, "base_model": "Qwen/Qwen3-8B"},
+        "vllm_max_model_len": 8192,
+    }
+    model = build_plan(variables, {"gpus": [GPU]}, models=offline)["model"]
+    assert model["weights_source"].startswith("gguf file size, cache ")
+    assert abs(model["weights_bytes"] - (GGUF / FILE).stat().st_size) <= 16
