@@ -171,6 +171,13 @@ def _gguf_record(hub_cache: str, repo: str, commit: str, file: str) -> str:
     return os.path.join(os.path.dirname(folder), "gguf", os.path.basename(folder), commit, file + ".json")
 
 
+def _check_repo(repo: str) -> None:
+    if not is_repo_id(repo):
+        raise ModelSourceError(
+            f"{_REPO_VAR} {repo!r} is not a Hugging Face model id such as Qwen/Qwen3-8B (no '..', no '--')"
+        )
+
+
 # --------------------------------------------------------------------------------------------- reading
 
 
@@ -353,17 +360,14 @@ class HubClient:
             raise _Gated(str(exc)) from None
         except errors.RevisionNotFoundError as exc:
             raise _NotFound("revision", str(exc)) from None
-        except errors.RepositoryNotFoundError as exc:
-            status = getattr(getattr(exc, "response", None), "status_code", None)
-            if status in (401, 403):
-                raise _Gated(str(exc)) from None
-            raise _NotFound("repo", str(exc)) from None
         except errors.EntryNotFoundError as exc:
             raise _NotFound("file", str(exc)) from None
-        except errors.HfHubHTTPError as exc:
+        except errors.HfHubHTTPError as exc:  # RepositoryNotFoundError (401 without a token too), 5xx, ...
             status = getattr(getattr(exc, "response", None), "status_code", None)
             if status in (401, 403):
                 raise _Gated(str(exc)) from None
+            if isinstance(exc, errors.RepositoryNotFoundError):
+                raise _NotFound("repo", str(exc)) from None
             raise _Unreachable(f"HTTP {status}: {exc}") from None
         except Exception as exc:  # connection refused, DNS, timeouts, TLS, a mirror speaking something else
             raise _Unreachable(f"{type(exc).__name__}: {exc}") from None
@@ -475,10 +479,18 @@ class ModelResolver:
         Raises ModelSourceError for a repo id the Hub cannot have, a revision that does not exist, a
         repository that does not exist, or files that cannot describe the model.
         """
-        key = (repo, revision)
+        return self._memoised((repo, revision), lambda: self._resolve(repo, revision))
+
+    def resolve_gguf(self, repo: str, revision: str, file: str) -> Any:
+        """A GgufCheckpoint for ``file`` (cache: the file or a record of its header; else its header read from
+        the Hub with range requests), or Unresolved; memoised per (repo, revision, file). Raises
+        ModelSourceError as ``resolve`` does, and for a file the repository lacks or a header cut short."""
+        return self._memoised((repo, revision, file), lambda: self._resolve_gguf(repo, revision, file))
+
+    def _memoised(self, key: Tuple[str, ...], compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
             try:
-                self._memo[key] = self._resolve(repo, revision)
+                self._memo[key] = compute()
             except ModelSourceError as exc:
                 self._memo[key] = ModelSourceError(redact(str(exc)))
         result = self._memo[key]
@@ -487,53 +499,14 @@ class ModelResolver:
         return result
 
     def _resolve(self, repo: str, revision: str) -> Any:
-        if not is_repo_id(repo):
-            raise ModelSourceError(
-                f"{_REPO_VAR} {repo!r} is not a Hugging Face model id such as Qwen/Qwen3-8B (no '..', no '--')"
-            )
+        _check_repo(repo)
         cached = self._from_cache(repo, revision)
         if cached is not None:
             return cached
-        if self.offline:
-            return Unresolved("offline", f"HF_HUB_OFFLINE is set and {self.hub_cache} has no {repo}@{revision}")
-        if self._unreachable:
-            return Unresolved("unreachable", self._unreachable)
-        client = self._hub_client()
-        if client is None:
-            return Unresolved(
-                "no-client",
-                f"{repo}@{revision} is not in {self.hub_cache} and huggingface_hub is not installed on the controller "
-                "to fetch it (pip install huggingface_hub)",
-            )
-        try:
-            return self._from_hub(client, repo, revision)
-        except _Unreachable as exc:
-            self._unreachable = redact(f"{self.endpoint} did not answer ({exc})")[:400]
-            return Unresolved("unreachable", self._unreachable)
-        except _Gated:
-            return Unresolved("gated", self._gated_message(repo))
-        except _NotFound as exc:
-            self._not_found(exc, repo, revision)
-            raise  # not reached
-
-    def resolve_gguf(self, repo: str, revision: str, file: str) -> Any:
-        """A GgufCheckpoint for ``file`` (cache: the file or a record of its header; else its header read from
-        the Hub with range requests), or Unresolved; memoised per (repo, revision, file). Raises
-        ModelSourceError as ``resolve`` does, and for a file the repository lacks or a header cut short."""
-        key = (repo, revision, file)
-        if key not in self._memo:
-            try:
-                self._memo[key] = self._resolve_gguf(repo, revision, file)
-            except ModelSourceError as exc:
-                self._memo[key] = ModelSourceError(redact(str(exc)))
-        result = self._memo[key]
-        if isinstance(result, ModelSourceError):
-            raise result
-        return result
+        return self._from_network(repo, revision, f"{repo}@{revision}", lambda c: self._from_hub(c, repo, revision))
 
     def _resolve_gguf(self, repo: str, revision: str, file: str) -> Any:
-        if not is_repo_id(repo):
-            raise ModelSourceError(f"{_REPO_VAR} {repo!r} is not a Hugging Face model id such as Qwen/Qwen3-8B")
+        _check_repo(repo)
         layout = _layout(self.hub_cache, repo)
         commit = revision if is_commit(revision) else layout.read_ref(revision)
         if commit is not None:
@@ -546,25 +519,31 @@ class ModelResolver:
                 if isinstance(data, dict) and isinstance(data.get("shape"), dict) and isinstance(data.get("size"), int):
                     source = f"GGUF header of {data.get('url', file)} (commit {commit}), kept in {record}"
                     return GgufCheckpoint(repo, revision, commit, file, data["size"], data["shape"], source)
+        what = f"{repo}@{revision}/{file}"
+        return self._from_network(repo, revision, what, lambda c: self._gguf_from_hub(c, repo, revision, file))
+
+    def _from_network(self, repo: str, revision: str, what: str, fetch: Callable[[Any], Any]) -> Any:
+        """What ``fetch(client)`` reads from the Hub, or Unresolved saying why the Hub was not (or no longer) asked."""
         if self.offline:
-            return Unresolved("offline", f"HF_HUB_OFFLINE is set and {self.hub_cache} has no {repo}@{revision}/{file}")
+            return Unresolved("offline", f"HF_HUB_OFFLINE is set and {self.hub_cache} has no {what}")
         if self._unreachable:
             return Unresolved("unreachable", self._unreachable)
         client = self._hub_client()
         if client is None:
             return Unresolved(
-                "no-client", f"{repo}@{revision}/{file} is not in {self.hub_cache} and huggingface_hub is not installed"
+                "no-client",
+                f"{what} is not in {self.hub_cache} and huggingface_hub is not installed on the controller "
+                "to fetch it (pip install huggingface_hub)",
             )
         try:
-            return self._gguf_from_hub(client, repo, revision, file)
+            return fetch(client)
         except _Unreachable as exc:
             self._unreachable = redact(f"{self.endpoint} did not answer ({exc})")[:400]
             return Unresolved("unreachable", self._unreachable)
         except _Gated:
             return Unresolved("gated", self._gated_message(repo))
         except _NotFound as exc:
-            self._not_found(exc, repo, revision)
-            raise  # not reached
+            raise self._not_found(exc, repo, revision) from None
 
     def _gguf_from_file(self, repo: str, revision: str, commit: str, file: str, path: str) -> GgufCheckpoint:
         try:
@@ -628,18 +607,18 @@ class ModelResolver:
             "request only)"
         )
 
-    def _not_found(self, exc: Any, repo: str, revision: str) -> None:
+    def _not_found(self, exc: Any, repo: str, revision: str) -> ModelSourceError:
         if exc.what == "revision":
-            raise ModelSourceError(
+            return ModelSourceError(
                 f"{_REVISION_VAR} {revision!r} does not exist in {repo} at {self.endpoint}: pin a commit sha "
                 f"from {self.endpoint}/{repo}/commits/main, or a branch or tag of the repository"
-            ) from None
+            )
         if exc.what == "repo":
-            raise ModelSourceError(
+            return ModelSourceError(
                 f"{_REPO_VAR} {repo!r} does not exist at {self.endpoint} (or is private: give a token as "
                 "HF_TOKEN or inferops_hf_token): check the id on the model's page, such as Qwen/Qwen3-8B"
-            ) from None
-        raise ModelSourceError(f"{_REPO_VAR} {repo!r}@{revision}: a file listed by the Hub is missing") from None
+            )
+        return ModelSourceError(f"{_REPO_VAR} {repo!r}@{revision}: a file listed by the Hub is missing")
 
     def _hub_client(self) -> Any:
         if self._client is None:
