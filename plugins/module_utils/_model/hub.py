@@ -601,7 +601,8 @@ class ModelResolver:
 
     def _gated_message(self, repo: str) -> str:
         return (
-            f"{_REPO_VAR} {repo!r} is gated or private at {self.endpoint} (HTTP 401/403): accept its licence on "
+            f"{_REPO_VAR} {repo!r} is gated or private at {self.endpoint} (HTTP 401/403; the Hub answers the same for "
+            f"a repository that does not exist, so check the id first): accept its licence on "
             f"{self.endpoint}/{repo} with your account, then give the plan a read token as the controller's "
             "HF_TOKEN environment variable or the vaulted variable inferops_hf_token (it is used for the "
             "request only)"

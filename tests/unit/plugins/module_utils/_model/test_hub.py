@@ -16,6 +16,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
     safetensors_header_bytes,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import load_image_max_pixels
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
@@ -322,3 +323,12 @@ def test_200_hosts_with_6_models_make_6_sets_of_requests(tmp_path, hub):
     assert sorted(info) == sorted(f"/api/models/{repo}/revision/main" for repo in repos)
     # each model: 1 metadata request + HEAD and GET of config.json and of the index
     assert len(hub.requests) == 6 * 5
+
+
+def test_the_image_processor_config_is_fetched_beside_the_config(tmp_path, hub):
+    qwen35 = (CONFIGS / "Qwen--Qwen3.5-27B_config.json").read_bytes()
+    processor = json.dumps({"size": {"longest_edge": 16777216, "shortest_edge": 65536}, "patch_size": 16}).encode()
+    hub.add(REPO, {"config.json": qwen35, "preprocessor_config.json": processor, "README.md": b"# card"})
+    checkpoint = online(tmp_path, hub).resolve(REPO, "main")
+    assert load_image_max_pixels({"config_file": checkpoint.config_file}) == 16777216
+    assert not any(p.endswith("README.md") for _m, p, _r in hub.requests)  # only the files the plan reads
