@@ -166,6 +166,7 @@ class Link:
     latency_s: float
     bandwidth: float
     label: str
+    hop_s: float = 0.0  # per extra ring step beyond two ranks (NCCL; 0 for vLLM's one-shot custom all-reduce)
 
 
 @dataclass(frozen=True)
@@ -215,17 +216,23 @@ def tp_link(topo: Any, group: Sequence[int], custom_allreduce: bool) -> Optional
         count = min(topo.link(a, b)[1] for a, b in itertools.combinations(group, 2))
         gbps = spec.nvlink_gbps or 25.0 * count
         key = "nvlink_custom" if custom_allreduce else "nvlink"
-        return Link(latency[key] * 1e-6, gbps * 1e9, "NVLink")
+        hop = 0.0 if custom_allreduce else CONSTANTS["allreduce_hop_us"]["nvlink"] * 1e-6
+        return Link(latency[key] * 1e-6, gbps * 1e9, "NVLink", hop)
     consumer = any(topo.gpus[i].consumer for i in group)
     p2p = topo.p2p_confirmed(group) if topo.p2p_known else not consumer
     bandwidth = _pcie_bandwidth(topo, group)
     extra = latency["sys_extra"] if worst >= 5 else 0.0
     names = {0: "NVLink", 1: "PIX", 2: "PXB", 3: "PHB", 4: "NODE", 5: "SYS"}
+    hop = CONSTANTS["allreduce_hop_us"]["pcie"] * 1e-6
     if p2p:
         key = "pcie_p2p_custom" if custom_allreduce else "pcie_p2p"
-        return Link((latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}")
+        return Link(
+            (latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}", 0.0 if custom_allreduce else hop
+        )
     factor = float(CONSTANTS["no_p2p_bandwidth_factor"])
-    return Link((latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P")
+    return Link(
+        (latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P", hop
+    )
 
 
 def handoff_link(topo: Any, a: int, b: int) -> Link:
@@ -294,7 +301,8 @@ def _touched(traffic: ModelTraffic, sequences: float) -> float:
 def _allreduce(link: Optional[Link], tp: int, message_bytes: float) -> float:
     if link is None or tp < 2:
         return 0.0
-    return link.latency_s + 2.0 * (tp - 1) / tp * message_bytes / link.bandwidth
+    hops = 2 * (tp - 1) - 2  # ring steps beyond the two of a two-rank all-reduce (in latency_s)
+    return link.latency_s + hops * link.hop_s + 2.0 * (tp - 1) / tp * message_bytes / link.bandwidth
 
 
 @dataclass

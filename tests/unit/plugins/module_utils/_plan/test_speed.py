@@ -85,7 +85,8 @@ def test_the_layout_is_the_one_an_operator_would_choose(case):
 @pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: c["id"])
 def test_the_plan_shows_its_predicted_speed_and_the_alternatives(case):
     variables, hardware = host(case)
-    performance = build_plan(variables, hardware)["performance"]
+    plan = build_plan(variables, hardware)
+    performance = plan["performance"]
     assert set(performance) >= PERFORMANCE_KEYS
     assert performance["single_stream_decode_tokens_per_s"] > 0
     assert performance["aggregate_decode_tokens_per_s"] >= performance["single_stream_decode_tokens_per_s"] * 0.99
@@ -95,6 +96,18 @@ def test_the_plan_shows_its_predicted_speed_and_the_alternatives(case):
         assert set(alternative) == ALTERNATIVE_KEYS
         assert alternative["reason"]
     assert len(performance["alternatives"]) <= 3
+    if "must_predict" in case:
+        # Chosen, or among the alternatives with its predicted speed and why it lost (issue #27).
+        layout = plan["layout"]
+        chosen = [layout["tensor_parallel_size"], layout["pipeline_parallel_size"], layout["data_parallel_size"]]
+        shown = {
+            (a["tensor_parallel_size"], a["pipeline_parallel_size"], a["data_parallel_size"]): a
+            for a in performance["alternatives"]
+        }
+        if chosen != case["must_predict"]:
+            alternative = shown[tuple(case["must_predict"])]
+            assert alternative["single_stream_decode_tokens_per_s"] > 0
+            assert "slower" in alternative["reason"] or "idle" in alternative["reason"], alternative
 
 
 def test_pp_alone_gives_no_single_stream_speed_and_tp_over_nvlink_does():
