@@ -175,7 +175,9 @@ def predictor_for_record(record: Dict[str, Any], model: Dict[str, Any]) -> Predi
     kv_dtype = "fp8" if str(record.get("kv_cache_dtype") or "").startswith("fp8") else "auto"
     state = gdn_state_bytes(arch, tp)["page_bytes"] if arch.is_hybrid else 0
     kv = KvTraffic(float(attention_bytes_per_token(arch, kv_dtype, tp)), float(state))
-    return Predictor(traffic, stages, tp, kv, engine)
+    release = re.match(r"\d+(?:\.\d+)*", str(record.get("engine_version") or ""))
+    version = tuple(int(x) for x in release.group(0).split(".")) if release and engine == "vllm" else None
+    return Predictor(traffic, stages, tp, kv, engine, version=version)
 
 
 def predicted(record: Dict[str, Any], predictor: Predictor, metric: str) -> float:
@@ -229,6 +231,7 @@ def evaluate() -> Dict[str, Any]:
                     "source": record["source"],
                     "pairs_only": models["_pairs_only"].get(record["id"]),
                     "split": models["_split"][record["source"]],
+                    "caveat": predictor.not_modelled,
                 }
             )
     ab = []
@@ -334,6 +337,7 @@ def render(result: Dict[str, Any]) -> str:
             f"| [{row['id']}]({row['source']}) | {row['split']} | {row['metric']} | {row['gpu']} | {row['layout']} | {row['engine']} "
             f"| {row['model']} | {row['measured']:g} | {row['predicted']:.1f} | {row['error_pct']:+.1f}%"
             + (f" *pairs only: {row['pairs_only']}*" if row["pairs_only"] else "")
+            + (f" *{row['caveat']}*" if row["caveat"] else "")
             + " |"
         )
     lines += [
