@@ -251,13 +251,9 @@ def tp_link(topo: Any, group: Sequence[int], custom_allreduce: bool) -> Optional
     hop = CONSTANTS["allreduce_hop_us"]["pcie"] * 1e-6
     if p2p:
         key = "pcie_p2p_custom" if custom_allreduce else "pcie_p2p"
-        return Link(
-            (latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}", 0.0 if custom_allreduce else hop
-        )
+        return Link((latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}", 0.0 if custom_allreduce else hop)
     factor = float(CONSTANTS["no_p2p_bandwidth_factor"])
-    return Link(
-        (latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P", hop
-    )
+    return Link((latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P", hop)
 
 
 def handoff_link(topo: Any, a: int, b: int) -> Link:

@@ -216,7 +216,9 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
     arch = entry.architecture()
     weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
     facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(8)]
-    topo = Topology(gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]})
+    topo = Topology(
+        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]}
+    )
     fixed = {}
     for fmt in ("bf16", "int4"):
         traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, "bf16")
@@ -231,7 +233,13 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
 
 @pytest.mark.parametrize(
     "version, engine, modelled",
-    [((0, 5, 3), "V0", False), ((0, 9, 2), "V0", False), ((0, 10, 0), "V1", True), ((0, 33, 0), "V1", True), (None, "V1", True)],
+    [
+        ((0, 5, 3), "V0", False),
+        ((0, 9, 2), "V0", False),
+        ((0, 10, 0), "V1", True),
+        ((0, 33, 0), "V1", True),
+        (None, "V1", True),
+    ],
 )
 def test_engine_release_table_rows(version, engine, modelled):
     from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import engine_release

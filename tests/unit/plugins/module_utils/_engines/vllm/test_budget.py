@@ -398,7 +398,9 @@ def test_no_uncertain_term_headline_is_the_optimistic_end(version, repo):
     overhead = got["overhead"]
     assert overhead["charged_bytes"] >= overhead["charged_bytes_alternative"]
     for installed in (True, False):
-        known = vllm_memory_budget(arch, version, H100, settings={"max_model_len": 4096}, flashinfer_installed=installed)
+        known = vllm_memory_budget(
+            arch, version, H100, settings={"max_model_len": 4096}, flashinfer_installed=installed
+        )
         assert known["kv_cache_range_bytes"][0] == known["kv_cache_range_bytes"][1]
         assert got["kv_cache_bytes"] <= known["kv_cache_bytes"]
 
