@@ -18,9 +18,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.settings import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
     FLASH_ATTENTION_DEFAULT_ARCHS,
     KV_BYTES_PER_ELEMENT,
-    MIN_SUPPORTED,
     QWEN35_SUPPORT,
-    VERIFIED_UP_TO,
     OllamaBudgetError,
     _check,
     _gpu_total,
@@ -30,6 +28,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
     forced_single_parallel,
     parse_version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
+    MIN_SUPPORTED,
+    VERIFIED_UP_TO,
+)
+
+_VERIFIED = f"{VERIFIED_UP_TO[0]}.{VERIFIED_UP_TO[1]}"
 
 # Ollama settings (the ollama_* variables). Its environment is rendered by ollama_render.
 OLLAMA_SETTINGS: Tuple[Setting, ...] = (
@@ -92,8 +96,8 @@ def resolve_ollama_settings(
             checks,
             "ollama-version-unverified",
             "info",
-            f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
-            "the rules of the llama-server era (0.30-0.33) are applied",
+            f"Ollama {ollama_version} is newer than the source this budget was traced to ({_VERIFIED}); "
+            f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
         )
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
         _check(

@@ -177,11 +177,11 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
     auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
-    if auto_kv and version.at_least(0, 14, 0):
+    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
         kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
     else:
         kv_dtype = str(put("kv_cache_dtype", "auto"))
-    if kv_dtype == "auto" and auto_kv and version.at_least(0, 14, 0):
+    if kv_dtype == "auto" and auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
         # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
         resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
         kv_dtype = auto_kv

@@ -85,6 +85,6 @@ def check_vllm(
     findings += _check_memory(s, budget, layout or {})
     findings += _check_max_num_seqs(vv, arch, s, budget, hybrid)
     findings += _check_cudagraph(s)
-    findings += _check_kv_scales(ver, arch, s, hybrid)
+    findings += _check_kv_scales(vv, arch, s, hybrid)
     findings += check_driver(driver, gpus, vv.text)
     return findings

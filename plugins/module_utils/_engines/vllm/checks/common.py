@@ -15,18 +15,30 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     Finding,
     Version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 
 def _fmt(version: Version) -> str:
     return ".".join(str(p) for p in version)
 
 
-def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[bool]:
-    """True/False where the checked releases around `version` agree, None where unverified."""
-    marks = table.get(name)
-    if marks is None:
+def _in_range(span: Mapping[str, str], version: Version) -> bool:
+    first, last = span.get("first"), span.get("last")
+    return (first is None or version >= parse_vllm_version(first)) and (
+        last is None or version <= parse_vllm_version(last)
+    )
+
+
+def presence(table: Mapping[str, Mapping[str, str]], name: str, version: Version) -> Optional[bool]:
+    """True/False where the read releases around `version` agree, None where unverified.
+
+    `table`: parser name -> its range of releases (TOOL_PARSERS, REASONING_PARSERS). A release before the
+    oldest read one counts as having a name that one has, and unverified otherwise.
+    """
+    span = table.get(name)
+    if span is None:
         return False
-    observed = list(zip(CHECKED_RELEASES, (m == "Y" for m in marks)))
+    observed = [(release, _in_range(span, release)) for release in CHECKED_RELEASES]
     for (low, low_present), (high, high_present) in zip(observed, observed[1:]):
         if version == low:
             return low_present

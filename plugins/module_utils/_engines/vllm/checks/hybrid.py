@@ -7,10 +7,7 @@ from __future__ import annotations
 from typing import Any, List, Mapping
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding, _fmt
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST,
-    Finding,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -83,7 +80,7 @@ def _check_prefix_caching(
                 None,
             )
         )
-    if on and ver <= HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST:
+    if on and vv.hybrid_prefix_caching_experimental_log:
         findings.append(
             _finding(
                 "prefix-caching-hybrid",

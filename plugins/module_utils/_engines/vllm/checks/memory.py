@@ -8,10 +8,7 @@ import math
 from typing import Any, List, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    MAMBA_BLOCKS_CUDAGRAPH_ERROR,
-    Finding,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -108,7 +105,6 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
 def _check_max_num_seqs(
     vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
 ) -> List[Finding]:
-    ver = vv.number
     findings = []
     seqs = s.get("max_num_seqs")
     batched = s.get("max_num_batched_tokens")
@@ -127,7 +123,7 @@ def _check_max_num_seqs(
         )
     blocks = budget.get("num_blocks")
     eager = _as_bool(s.get("enforce_eager"))
-    if hybrid and blocks is not None and not eager and ver >= MAMBA_BLOCKS_CUDAGRAPH_ERROR and seqs > int(blocks):
+    if hybrid and blocks is not None and not eager and vv.mamba_blocks_cudagraph_error and seqs > int(blocks):
         findings.append(
             _finding(
                 "max-num-seqs",

@@ -24,7 +24,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
 
 
 def _parser_presence_finding(
-    check_id: str, table: Mapping[str, str], name: str, ver: Version, variable: str, suggested: Any
+    check_id: str, table: Mapping[str, Any], name: str, ver: Version, variable: str, suggested: Any
 ) -> Optional[Finding]:
     present = presence(table, name, ver)
     if present is True:
@@ -50,7 +50,7 @@ def _parser_presence_finding(
     )
 
 
-def _first_available(table: Mapping[str, str], names: Sequence[str], ver: Version) -> Optional[str]:
+def _first_available(table: Mapping[str, Any], names: Sequence[str], ver: Version) -> Optional[str]:
     for name in names:
         if presence(table, name, ver):
             return name

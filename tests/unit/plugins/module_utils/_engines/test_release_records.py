@@ -1,0 +1,116 @@
+"""The release records (_engines/vllm/releases.json, _engines/ollama/releases.json): every release the roles,
+the example inventory and the scenarios can install has a record of its own, and each record is complete."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import releases as ollama
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import releases as vllm
+
+ROOT = Path(__file__).resolve().parents[5]
+
+
+def _yaml(path: Path):
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _pins(variable: str, *globs: str):
+    """(file, value) of every `variable: value` in the YAML files under the globs."""
+    for pattern in globs:
+        for path in sorted(ROOT.glob(pattern)):
+            for match in re.finditer(rf"^\s*{variable}:\s*\"?([0-9][0-9.]*)\"?\s*$", path.read_text(), re.M):
+                yield str(path.relative_to(ROOT)), match.group(1)
+
+
+def _spec_default(role: str, variable: str) -> str:
+    spec = _yaml(ROOT / "roles" / role / "meta" / "argument_specs.yml")
+    return str(spec["argument_specs"]["main"]["options"][variable]["default"])
+
+
+def vllm_installable():
+    yield "roles/vllm/defaults/main.yml", str(_yaml(ROOT / "roles/vllm/defaults/main.yml")["vllm_version"])
+    yield "roles/vllm/meta/argument_specs.yml", _spec_default("vllm", "vllm_version")
+    role_vars = _yaml(ROOT / "roles/vllm/vars/main.yml")
+    for table in ("_vllm_known_overrides", "_vllm_known_excludes"):
+        for package, versions in role_vars[table].items():
+            for version in versions:
+                yield f"roles/vllm/vars/main.yml {table}.{package}", str(version)
+    yield from _pins("vllm_version", "inventories/**/*.yml", "molecule/**/*.yml", "playbooks/*.yml")
+
+
+def ollama_installable():
+    yield "roles/ollama/defaults/main.yml", str(_yaml(ROOT / "roles/ollama/defaults/main.yml")["ollama_version"])
+    yield "roles/ollama/meta/argument_specs.yml", _spec_default("ollama", "ollama_version")
+    # molecule/ollama installs fixture releases (9.0.x) with their own ollama_checksums: not real releases.
+    yield from _pins("ollama_version", "inventories/**/*.yml", "playbooks/*.yml")
+
+
+@pytest.mark.parametrize(("where", "version"), list(vllm_installable()))
+def test_every_vllm_release_the_collection_installs_has_a_record(where, version):
+    assert version in vllm.RELEASES, f"{where} pins vLLM {version}, which has no record in _engines/vllm/releases.json"
+    assert vllm.RELEASES[version]["modelled"], f"{where}: vLLM {version} is not a modelled release"
+
+
+@pytest.mark.parametrize(("where", "version"), list(ollama_installable()))
+def test_every_ollama_release_the_collection_installs_has_a_record(where, version):
+    assert version in ollama.RELEASES, f"{where} pins Ollama {version}: no record in _engines/ollama/releases.json"
+
+
+def test_the_default_ollama_pin_has_both_archives():
+    default = str(_yaml(ROOT / "roles/ollama/defaults/main.yml")["ollama_version"])
+    assert set(ollama.release_sha256(default)) == {"amd64", "arm64"}
+
+
+def test_every_ollama_checksum_names_its_source_and_every_field_is_documented():
+    fields = set(ollama.RELEASE_DATA["fields"])
+    for version, record in ollama.RELEASES.items():
+        assert set(record) - {"sha256_source"} <= fields, version
+        assert {"planned", "source_read", "era", "tiered_default_context", "archive"} <= set(record), version
+        assert record["era"] in ("estimate", "runner_layout", "llama_server"), version
+        assert record["archive"] in ("tgz", "tar.zst"), version
+        if "sha256" in record:
+            assert record.get("sha256_source"), f"{version}: sha256 without where it was read"
+            assert set(record["sha256"]) <= {"amd64", "arm64"}, version
+            assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in record["sha256"].values()), version
+
+
+VLLM_FIELDS = {f.name for f in dataclasses.fields(vllm.VllmVersion)} - {"text", "number", "record"}
+
+
+def test_every_modelled_vllm_record_has_every_field_and_each_field_its_source():
+    documented = set(vllm.RELEASE_DATA["fields"])
+    for version, record in vllm.RELEASES.items():
+        assert set(record) <= documented, (version, set(record) - documented)
+        assert "wheel_cuda" in record, version
+        if record["modelled"]:
+            assert VLLM_FIELDS | {"registries_read"} <= set(record), (version, VLLM_FIELDS - set(record))
+            assert vllm.vllm_version(version).record == version
+    assert documented >= VLLM_FIELDS
+
+
+def test_parser_ranges_name_releases_whose_registries_were_read():
+    read = {text for text, record in vllm.RELEASES.items() if record.get("registries_read")}
+    for table in ("tool_parsers", "reasoning_parsers"):
+        for name, span in vllm.RELEASE_DATA[table]["names"].items():
+            assert set(span) <= {"first", "last"}, (table, name)
+            assert set(span.values()) <= read, (table, name, span)
+
+
+def test_the_newest_record_bounds_the_known_releases():
+    newest = max(vllm.RELEASES, key=vllm.parse_vllm_version)
+    assert (*vllm.parse_vllm_version(newest)[:2], 99) == vllm.NEWEST_KNOWN
+    assert vllm.RELEASES[newest]["registries_read"], "the newest release's registries must have been read"
+    with pytest.raises(ValueError, match="newer than the releases"):
+        vllm.vllm_version(f"0.{vllm.NEWEST_KNOWN[1] + 1}.0")
+
+
+def test_a_patch_without_a_record_uses_the_release_before_it():
+    assert vllm.vllm_version("0.33.5").record == "0.33.0"
+    assert vllm.vllm_version("0.20.1").record == "0.20.1"
+    assert ollama.release_record((0, 13, 5)) is ollama.RELEASES["0.12.11"]
