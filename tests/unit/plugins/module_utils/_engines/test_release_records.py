@@ -4,7 +4,10 @@ the example inventory and the scenarios can install has a record of its own, and
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +117,24 @@ def test_a_patch_without_a_record_uses_the_release_before_it():
     assert vllm.vllm_version("0.33.5").record == "0.33.0"
     assert vllm.vllm_version("0.20.1").record == "0.20.1"
     assert ollama.release_record((0, 13, 5)) is ollama.RELEASES["0.12.11"]
+
+
+def test_adding_a_release_is_adding_its_record(tmp_path, monkeypatch):
+    """What supporting a new release takes: its record (here a made-up 0.34.0 that differs from 0.33.0 in one
+    field) in a copy of releases.json; releases.py, copied unchanged beside it, then plans for it."""
+    source = Path(vllm.__file__)
+    data = json.loads(Path(vllm.RELEASES_FILE).read_text())
+    record = dict(data["releases"]["0.33.0"], pypi_uploaded="2026-11-30", default_gpu_memory_utilization=0.93)
+    data["releases"]["0.34.0"] = record
+    (tmp_path / "releases.json").write_text(json.dumps(data))
+    (tmp_path / "releases.py").write_text(source.read_text())
+    spec = importlib.util.spec_from_file_location("releases_with_0_34", tmp_path / "releases.py")
+    added = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, added)  # dataclasses look their module up
+    spec.loader.exec_module(added)
+    assert added.NEWEST_KNOWN == (0, 34, 99)
+    assert added.vllm_version("0.34.0").default_gpu_memory_utilization == 0.93
+    assert added.vllm_version("0.34.1").record == "0.34.0"
+    assert added.vllm_wheel_cuda("0.34.0") == "13.0"
+    with pytest.raises(ValueError, match="newer than the releases"):
+        vllm.vllm_version("0.34.0")  # the collection itself has no 0.34.0 record (not on PyPI on 2026-11-26)
