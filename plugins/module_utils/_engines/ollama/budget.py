@@ -352,7 +352,7 @@ def automatic_batch(
     return batch
 
 
-def _gpu_total(gpu: Mapping[str, Any]) -> int:
+def gpu_total(gpu: Mapping[str, Any]) -> int:
     if gpu.get("memory_total_bytes") is not None:
         return int(gpu["memory_total_bytes"])
     if gpu.get("memory_total_mib") is not None:
@@ -387,7 +387,7 @@ def _split(
 ) -> List[Dict[str, Any]]:
     """Layer split in proportion to GPU memory (llama.cpp default tensor split), output on the last GPU."""
     blocks = len(layers)
-    totals = [_gpu_total(g) for g in gpus]
+    totals = [gpu_total(g) for g in gpus]
     on_gpu = list(_repeating_on_gpu(blocks, offloaded))
     per_gpu, start, cumulative = [], 0, 0
     for n, gpu in enumerate(gpus):
@@ -420,7 +420,7 @@ def _split(
     return per_gpu
 
 
-def _check(checks: List[Dict[str, str]], check_id: str, severity: str, message: str) -> None:
+def add_check(checks: List[Dict[str, str]], check_id: str, severity: str, message: str) -> None:
     checks.append({"id": check_id, "severity": severity, "message": message})
 
 
@@ -466,7 +466,7 @@ def ollama_budget(
     sched_spread = bool(settings.get("sched_spread"))
     num_gpu = settings.get("num_gpu")
     num_batch = settings.get("num_batch")
-    totals = [_gpu_total(g) for g in gpu_list]
+    totals = [gpu_total(g) for g in gpu_list]
     reserve = CUDA_MINIMUM_BYTES + int(gpu_overhead_bytes)
 
     total_context = context_length * num_parallel
@@ -516,7 +516,7 @@ def ollama_budget(
 
     for gpu in per_gpu:
         if gpu["used_bytes"] > gpu["total_bytes"]:
-            _check(
+            add_check(
                 checks,
                 "ollama-vram-exceeded",
                 "error",
@@ -525,7 +525,7 @@ def ollama_budget(
                 "smaller quantization",
             )
     if offloaded < blocks + 1:
-        _check(
+        add_check(
             checks,
             "ollama-partial-offload",
             "warning",
@@ -593,7 +593,7 @@ def coresidency_checks(
         vllm = int(vllm_reserved_bytes[index])
         needed = int(gpu["used_bytes"])
         if vllm + needed > total:
-            _check(
+            add_check(
                 checks,
                 "ollama-coresidency",
                 "warning",

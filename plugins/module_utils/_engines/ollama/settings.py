@@ -20,12 +20,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
     KV_BYTES_PER_ELEMENT,
     QWEN35_SUPPORT,
     OllamaBudgetError,
-    _check,
-    _gpu_total,
+    add_check,
     default_context_length,
     era_of,
     flash_attention_supported,
     forced_single_parallel,
+    gpu_total,
     parse_version,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
@@ -92,7 +92,7 @@ def resolve_ollama_settings(
     sources: Dict[str, str] = {}
 
     if version[:2] > VERIFIED_UP_TO[:2]:
-        _check(
+        add_check(
             checks,
             "ollama-version-unverified",
             "info",
@@ -100,14 +100,14 @@ def resolve_ollama_settings(
             f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
         )
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
-        _check(
+        add_check(
             checks,
             "ollama-arch-unsupported",
             "error",
             f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
         )
 
-    totals = [_gpu_total(g) for g in gpu_list]
+    totals = [gpu_total(g) for g in gpu_list]
     trained = int(shape.get("context_length") or 0)
 
     if context_length is None:
@@ -120,7 +120,7 @@ def resolve_ollama_settings(
     if context_length <= 0:
         raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
     if trained and context_length > trained:
-        _check(
+        add_check(
             checks,
             "ollama-context-clamped",
             "warning",
@@ -135,7 +135,7 @@ def resolve_ollama_settings(
     if num_parallel < 1:
         raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
     if num_parallel > 1 and forced_single_parallel(arch, version):
-        _check(
+        add_check(
             checks,
             "ollama-parallel-forced",
             "warning",
@@ -161,7 +161,7 @@ def resolve_ollama_settings(
     else:
         flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
         if flash_attention and not fa_supported:
-            _check(
+            add_check(
                 checks,
                 "ollama-flash-attention-gpu",
                 "warning",
@@ -171,7 +171,7 @@ def resolve_ollama_settings(
 
     if kv_cache_type != "f16" and not flash_attention:
         if era == "llama_server":
-            _check(
+            add_check(
                 checks,
                 "ollama-kv-quantized-without-fa",
                 "error",
@@ -179,7 +179,7 @@ def resolve_ollama_settings(
                 "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
             )
         else:
-            _check(
+            add_check(
                 checks,
                 "ollama-kv-quantized-without-fa",
                 "warning",

@@ -126,10 +126,10 @@ BACKENDS: Dict[str, Backend] = {
 
 
 # platforms/cuda.py _get_backend_priorities: SM10x prefers FlashInfer, everything else FlashAttention.
-_PRIORITY_SM100 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_SM100 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
 
 
-_PRIORITY_OTHER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_OTHER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
 
 
 # get_min_capability() per quant_method (x10); (value up to 0.19.1, value from 0.33.0) where it changed.
