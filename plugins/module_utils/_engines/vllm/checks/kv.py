@@ -11,7 +11,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.versions import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
     predicted_backend,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import BACKENDS, Finding
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import BACKENDS, Finding, Version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -20,21 +20,30 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.release
 def check_kv_and_backend(
     vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], cc: Optional[int]
 ) -> List[Finding]:
-    ver = vv.number
-    findings = []
     kv = str(s.get("kv_cache_dtype") or "auto")
     if kv not in vv.kv_cache_dtypes:
-        valid = vv.kv_cache_dtypes
-        findings.append(
-            finding_entry(
-                "kv-cache-dtype",
-                "error",
-                f"kv_cache_dtype '{kv}' does not exist in vLLM {version_text(ver)} (valid: {', '.join(valid)})",
-                "vllm_kv_cache_dtype",
-                "fp8" if cc and cc >= 89 else "auto",
-            )
-        )
+        return _unknown_kv_dtype(vv, kv, cc)
+    findings = _kv_dtype_findings(arch, s, kv)
+    if cc is None:
         return findings
+    return findings + _backend_findings(vv.number, arch, s, kv, cc)
+
+
+def _unknown_kv_dtype(vv: VllmVersion, kv: str, cc: Optional[int]) -> List[Finding]:
+    valid = vv.kv_cache_dtypes
+    return [
+        finding_entry(
+            "kv-cache-dtype",
+            "error",
+            f"kv_cache_dtype '{kv}' does not exist in vLLM {version_text(vv.number)} (valid: {', '.join(valid)})",
+            "vllm_kv_cache_dtype",
+            "fp8" if cc and cc >= 89 else "auto",
+        )
+    ]
+
+
+def _kv_dtype_findings(arch: Mapping[str, Any], s: Mapping[str, Any], kv: str) -> List[Finding]:
+    findings = []
     model_dtype = str(s.get("dtype") or arch.get("dtype") or "bfloat16").lower()
     model_dtype = {"half": "float16", "bf16": "bfloat16", "fp16": "float16"}.get(model_dtype, model_dtype)
     if kv in ("float16", "bfloat16") and model_dtype in ("float16", "bfloat16") and kv != model_dtype:
@@ -60,8 +69,11 @@ def check_kv_and_backend(
                 "kv-cache-dtype", "error", f"{kv} is for MLA (DeepSeek) models only", "vllm_kv_cache_dtype", "fp8"
             )
         )
-    if cc is None:
-        return findings
+    return findings
+
+
+def _backend_findings(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], kv: str, cc: int) -> List[Finding]:
+    findings = []
     sinks = str(arch.get("architecture", "")).startswith("GptOss")
     backend = s.get("attention_backend")
     auto_pick = predicted_backend(ver, cc, kv, sinks)
