@@ -13,7 +13,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _cc as capability_x10
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    compute_capability_x10 as capability_x10,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command

@@ -178,7 +178,7 @@ def derived_max_model_len(arch: ModelArchitecture, version: VllmVersion) -> int:
     except su/longrope/llama3 and Gemma 3. Before 0.30 yarn multiplies original_max_position_embeddings;
     from 0.30 yarn leaves max_position_embeddings as it is (taken as already scaled).
     """
-    if arch.rope_type == "yarn" and version.at_least(0, 30, 0):
+    if arch.rope_type == "yarn" and version.yarn_max_len_unscaled:
         return arch.max_position_embeddings
     return arch.derived_max_model_len
 
@@ -500,14 +500,14 @@ def _sampler(
     quantized = arch.quantization is not None
     if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized):
         return "v2", None
-    if version.at_least(0, 21, 0):
+    if version.sampler == "flashinfer_on_supported_gpus":
         if compute_capability is None:
             return "flashinfer", None
         major, _dot, minor = str(compute_capability).partition(".")
         if (8, 0) <= (int(major), int(minor or 0)) <= (12, 1):
             return "flashinfer", None
         return "native", None
-    if version.at_least(0, 11, 1):
+    if version.sampler == "native":
         return "native", None
     if flashinfer_installed is None:
         return "native", "flashinfer"
@@ -975,7 +975,7 @@ def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, reques
             f"max_num_batched_tokens ({values['max_num_batched_tokens']})."
         )
         found.append(_finding("error", "vllm_align_block_size", message))
-    graphs = version.at_least(0, 20, 0) and not values.get("enforce_eager")
+    graphs = version.mamba_blocks_cudagraph_error and not values.get("enforce_eager")
     if arch.is_hybrid and graphs and 0 < num_blocks < int(values["max_num_seqs"]):
         message = (
             f"max_num_seqs ({values['max_num_seqs']}) exceeds available Mamba cache blocks ({num_blocks}). Each "
