@@ -64,7 +64,7 @@ EXAMPLES = r"""
 ---
 - name: Keep vLLM's rollback copies where the vllm account cannot reach them
   inferops.llm.root_state:
-    path: /var/lib/inferops/rollback/vllm
+    path: /var/lib/inferops-rollback/vllm
     legacy: /var/lib/vllm/rollback
     files: [serve.yaml, vllm.service, secrets.env]
     link_root: /opt/vllm/envs
