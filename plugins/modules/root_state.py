@@ -186,18 +186,18 @@ def run(module: AnsibleModule, start: str = "/") -> Dict[str, Any]:
     return {"changed": changed, "created": created, "adopted": adopted, "left_behind": left}
 
 
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "path": {"type": "path", "required": True},
+    "mode": {"type": "raw", "default": "0700"},
+    "legacy": {"type": "path"},
+    "files": {"type": "list", "elements": "str", "default": []},
+    "link": {"type": "str", "default": "env"},
+    "link_root": {"type": "path"},
+}
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "mode": {"type": "raw", "default": "0700"},
-            "legacy": {"type": "path"},
-            "files": {"type": "list", "elements": "str", "default": []},
-            "link": {"type": "str", "default": "env"},
-            "link_root": {"type": "path"},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.exit_json(**run(module))
 
 

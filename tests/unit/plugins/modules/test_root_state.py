@@ -14,17 +14,7 @@ from ansible_collections.inferops.llm.plugins.modules import root_state
 
 def run_module(capsys, start, **args):
     def main():
-        module = AnsibleModule(
-            argument_spec={
-                "path": {"type": "path", "required": True},
-                "mode": {"type": "raw", "default": "0700"},
-                "legacy": {"type": "path"},
-                "files": {"type": "list", "elements": "str", "default": []},
-                "link": {"type": "str", "default": "env"},
-                "link_root": {"type": "path"},
-            },
-            supports_check_mode=True,
-        )
+        module = AnsibleModule(argument_spec=root_state.ARGUMENT_SPEC, supports_check_mode=True)
         module.exit_json(**root_state.run(module, start=start))
 
     with patch_module_args(args), pytest.raises(SystemExit):
