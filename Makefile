@@ -73,6 +73,8 @@ sanity: venv ## ansible-test sanity, run locally on a copy at ansible_collection
 units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 	# promtool checks the textfile metrics and the monitoring role's rules (tests skip without it)
 	tests/bin/apt-ensure promtool:prometheus
+	# systemd-analyze scores every unit the collection installs (tests/unit/roles/test_unit_security.py)
+	tests/bin/apt-ensure systemd-analyze:systemd
 	PYTHONPATH=$(COLLECTIONS) pytest -q tests/unit $(PYTEST_ARGS)
 
 .PHONY: compat

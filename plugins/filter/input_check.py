@@ -1,7 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm engine_version_error, model_repo_error, listen_address_error and unit_value_errors filters
-(see their .yml files).
+"""The inferops.llm engine_version_error, model_repo_error, listen_address_error, unit_value_errors and shown
+filters (see their .yml files).
 
 The engine roles' preflight checks, with the grammar and the rules the plan uses (_core/versions.py,
 _core/safety.py), so that the plan and the roles accept the same values.
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.safety import shown as _shown
 from ansible_collections.inferops.llm.plugins.module_utils._core.safety import strings, unsafe_text_errors
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import (
     ENGINE_VERSION_PATTERNS,
@@ -79,6 +80,11 @@ def unit_value_errors(values: t.Any, words: t.Any = (), escaped: t.Any = ()) -> 
     return list(dict.fromkeys(errors))
 
 
+def shown(value: t.Any, variable: t.Any = None) -> str:
+    """A rejected value as a role's refusal may quote it: the plan's rule (_core/safety.py shown)."""
+    return _shown(value, None if variable is None else str(variable))
+
+
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
@@ -86,4 +92,5 @@ class FilterModule:
             "model_repo_error": model_repo_error,
             "listen_address_error": listen_address_error,
             "unit_value_errors": unit_value_errors,
+            "shown": shown,
         }

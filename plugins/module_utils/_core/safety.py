@@ -68,15 +68,44 @@ def control_characters(text: Any) -> List[str]:
     return [_CONTROL_NAMES[c] for c in sorted(set(_CONTROL_RE.findall(text)))]
 
 
-def shown(value: Any) -> str:
-    """A value as a refusal message may quote it: repr() (line breaks escaped), never a credential."""
-    if isinstance(value, (Mapping, list, tuple)):
-        text = repr(value)
-        return "a value with a part that looks like a secret (not shown)" if looks_like_secret(text) else text
-    what = secret_kind(value) if isinstance(value, str) else None
+# What a refusal may quote in full: one short plain word. Anything longer, or with spaces, quotes or other
+# syntax, is quoted as its first plain characters at most (a key smuggled after a space or "=" never shows).
+_SHOWN_WORD_RE = re.compile(r"[A-Za-z0-9._/+:@-]{1,20}")
+_SHOWN_PREFIX_RE = re.compile(r"[A-Za-z0-9._/+-]{1,12}")
+# Words that say a credential follows (--api-key, token=, Authorization: ...): such a value is never quoted.
+_CREDENTIAL_WORD_RE = re.compile(r"token|secret|passw|api[-_]?key|auth|bearer|credential|private", re.IGNORECASE)
+_SHOWN_CONTAINER_MAX = 60
+
+
+def shown(value: Any, var: Optional[str] = None) -> str:
+    """A value as a refusal message may quote it: never a credential, never more than a short harmless part.
+
+    Nothing of the value when ``var`` names a credential (``SECRET_NAME_RE``) or the value looks like one or
+    names one (``--api-key ...``, ``token=...``); a short plain word (numbers, names, choices) in full with
+    ``repr()``; anything else as its first plain characters (at most 12, up to the first space or syntax
+    character) and its length. docs/security.md, "Messages never repeat a secret".
+    """
+    if var is not None and SECRET_NAME_RE.search(var):
+        return "a value (not shown: the variable carries a secret)"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    text = value if isinstance(value, str) else repr(value)
+    what = secret_kind(text)
     if what:
-        return f"a value that looks like {what} (not shown)"
-    return repr(value)
+        if isinstance(value, str):
+            return f"a value that looks like {what} (not shown)"
+        return "a value with a part that looks like a secret (not shown)"
+    if _CREDENTIAL_WORD_RE.search(text) or (not isinstance(value, str) and SECRET_NAME_RE.search(text)):
+        return "a value that names a credential (not shown)"
+    if isinstance(value, str):
+        if _SHOWN_WORD_RE.fullmatch(value):
+            return repr(value)
+    elif len(text) <= _SHOWN_CONTAINER_MAX and not control_characters(text):
+        return text
+    prefix = _SHOWN_PREFIX_RE.match(text)
+    if prefix is None:
+        return f"a value of {len(text)} characters (not shown)"
+    return f"{prefix.group(0)!r}... ({len(text)} characters, the rest not shown)"
 
 
 def strings(path: str, value: Any) -> Iterator[Tuple[str, str]]:

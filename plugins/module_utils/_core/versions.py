@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.safety import shown
+
 
 class VersionError(ValueError):
     """A version string that is not an exact release; the message names the variable and an example."""
@@ -43,7 +45,9 @@ def release_tuple(
             raw = ""
     numbers = raw.split(".") if re.fullmatch(r"\d+(\.\d+)*", raw) else []
     if len(numbers) not in tuple(parts):
-        raise VersionError(f"{variable} {text!r} is not an exact release: pin one such as {example}{hint}")
+        raise VersionError(
+            f"{variable} {shown(text, variable)} is not an exact release: pin one such as {example}{hint}"
+        )
     return tuple(int(number) for number in numbers)
 
 
@@ -69,16 +73,10 @@ def engine_version_error(engine: str, text: object, variable: str = "") -> str:
     variable = variable or f"{engine}_version"
     if isinstance(text, str) and re.fullmatch(ENGINE_VERSION_PATTERNS[engine], text):
         return ""
-    shown = (
-        repr(text)
-        if text is None or (isinstance(text, (str, int, float)) and len(str(text)) <= 40)
-        else "another value"
+    return (
+        f"{variable} must be an exact {engine} release such as {ENGINE_VERSION_EXAMPLES[engine]}, "
+        f"got {shown(text, variable)}"
     )
-    if isinstance(text, str) and re.search(r"[\r\n\x00]", text):
-        shown = "a value with a line break or NUL byte (write it on one line)"
-    elif isinstance(text, str) and not re.fullmatch(r"[A-Za-z0-9.+~_-]*", text):
-        shown = "a value with other characters (not shown)"
-    return f"{variable} must be an exact {engine} release such as {ENGINE_VERSION_EXAMPLES[engine]}, got {shown}"
 
 
 def version_text(version: Sequence[int]) -> str:

@@ -62,3 +62,10 @@ def test_listen_address_error_knows_only_the_engines_host_variables():
 
     with pytest.raises(AnsibleFilterError):
         FILTERS["listen_address_error"]("0.0.0.0", "gateway_host")
+
+
+def test_shown_filter_is_the_plans_rule():
+    shown = FilterModule().filters()["shown"]
+    assert shown("amd65", "ollama_arch") == "'amd65'"
+    assert shown("x --api-key k3y", "ollama_arch") == "a value that names a credential (not shown)"
+    assert shown("anything", "vllm_api_key") == "a value (not shown: the variable carries a secret)"

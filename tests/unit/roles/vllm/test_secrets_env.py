@@ -37,7 +37,7 @@ def render(backend: bool, own: str, cluster) -> str:
     token = ENV.from_string(TOKEN_EXPRESSION).render(context).strip()
     return TEMPLATE.render(
         ansible_managed="managed", vllm_service_name="vllm", vllm_api_key="", vllm_hf_token="",
-        _vllm_ray_backend=str(backend), _vllm_ray_auth_token=token,
+        vllm_hf_hub_offline=True, _vllm_ray_backend=str(backend), _vllm_ray_auth_token=token,
     )  # fmt: skip
 
 
@@ -49,3 +49,13 @@ def test_the_ray_token_reaches_vllm_only_on_a_ray_head(backend, own, cluster, wr
         assert not [line for line in lines if line.startswith("RAY_")]
     else:
         assert lines == ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN={written}"]
+
+
+@pytest.mark.parametrize(("offline", "written"), [(True, False), (False, True), ("false", True)])
+def test_the_hf_token_reaches_the_engine_only_when_it_may_download(offline, written):
+    text = TEMPLATE.render(
+        ansible_managed="managed", vllm_service_name="vllm", vllm_api_key="k", vllm_hf_token="hf-token-3",
+        vllm_hf_hub_offline=offline, _vllm_ray_backend="false", _vllm_ray_auth_token="",
+    )  # fmt: skip
+    assert ("HF_TOKEN=hf-token-3" in text) is written
+    assert "VLLM_API_KEY=k" in text
