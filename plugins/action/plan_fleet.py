@@ -31,7 +31,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     render_gateway_table,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
-from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
+    TABLE_LEGEND,
+    render_findings,
+    render_markdown,
+    render_table,
+)
 
 _PREFIX_RE = re.compile(r"(?:inferops|vllm|ollama)_.*")
 
@@ -40,6 +45,7 @@ ARGUMENT_SPEC = {
     "dest": {"type": "path", "required": True},
     "write_reports": {"type": "bool", "default": True},
     "mode": {"type": "raw", "default": "0644"},
+    "show": {"type": "bool", "default": True},
     "gateway": {"type": "str", "default": ""},
     "gateway_profiles": {"type": "list", "elements": "raw"},
     "gateway_backends": {"type": "list", "elements": "raw"},
@@ -167,17 +173,23 @@ class ActionModule(ActionBase):
             check_errors[f"{gateway} (gateway)"] = [
                 f"{c['id']}: {c['message']}" for c in gateway_plan["checks"] if c["severity"] == "error"
             ]
-        table = render_table(
-            [plans.get(host) or {"host": host, "error": "; ".join(input_errors[host])} for host in planned]
-        )
+        rows = [plans.get(host) or {"host": host} for host in planned]
+        table = render_table(rows)
+        console = [*table, TABLE_LEGEND]
         if gateway_plan is not None:
             table += ["", *render_gateway_table(gateway_plan)]
+            console += ["", *render_gateway_table(gateway_plan)]
+        # The gateway's own checks are printed with its routes (render_gateway_table); its input errors here.
+        console += ["", *render_findings(rows, input_errors)]
+        if args["show"]:
+            self._display.display("\n".join(console))
         result.update(
             changed=bool(written),
             plans=plans,
             input_errors=input_errors,
             check_errors={host: errors for host, errors in check_errors.items() if errors},
             table=table,
+            console=console,
             gateway=gateway_plan,
             gateway_table=render_gateway_table(gateway_plan) if gateway_plan is not None else [],
             written=written,

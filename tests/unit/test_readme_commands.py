@@ -111,6 +111,8 @@ def test_readme_commands_plan_a_users_inventory_from_outside_the_clone(tmp_path,
         assert not [c for c in plan["checks"] if c["severity"] == "error"], plan["checks"]
     printed = "\n".join(outputs)
     assert "| host " in printed and "my-4090" in printed, printed[-3000:]
+    assert '"| host' not in printed  # the readable table, not a JSON-quoted list of lines
+    assert "findings" in printed
 
 
 def test_make_plan_takes_an_inventory(tmp_path):
