@@ -32,8 +32,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
-    TABLE_LEGEND,
-    render_findings,
+    render_console,
     render_markdown,
     render_table,
 )
@@ -174,13 +173,10 @@ class ActionModule(ActionBase):
                 f"{c['id']}: {c['message']}" for c in gateway_plan["checks"] if c["severity"] == "error"
             ]
         rows = [plans.get(host) or {"host": host} for host in planned]
-        table = render_table(rows)
-        console = [*table, TABLE_LEGEND]
-        if gateway_plan is not None:
-            table += ["", *render_gateway_table(gateway_plan)]
-            console += ["", *render_gateway_table(gateway_plan)]
-        # The gateway's own checks are printed with its routes (render_gateway_table); its input errors here.
-        console += ["", *render_findings(rows, input_errors)]
+        gateway_lines = render_gateway_table(gateway_plan) if gateway_plan is not None else []
+        table = render_table(rows) + (["", *gateway_lines] if gateway_lines else [])
+        # The gateway's own checks are printed with its routes (gateway_lines); its input errors as findings.
+        console = render_console(rows, input_errors, gateway_lines)
         if args["show"]:
             self._display.display("\n".join(console))
         result.update(
@@ -191,7 +187,7 @@ class ActionModule(ActionBase):
             table=table,
             console=console,
             gateway=gateway_plan,
-            gateway_table=render_gateway_table(gateway_plan) if gateway_plan is not None else [],
+            gateway_table=gateway_lines,
             written=written,
         )
         return result

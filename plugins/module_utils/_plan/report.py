@@ -168,6 +168,18 @@ def render_findings(
     return ["findings (errors and warnings; notes are in each host's report):", *lines]
 
 
+def render_console(
+    plans: Sequence[Mapping[str, Any]],
+    refused: Optional[Mapping[str, Sequence[str]]] = None,
+    gateway_lines: Sequence[str] = (),
+) -> List[str]:
+    """What plan.yml prints: the table, its legend, the gateway's lines, then the findings."""
+    lines = [*render_table(plans), TABLE_LEGEND]
+    if gateway_lines:
+        lines += ["", *gateway_lines]
+    return [*lines, "", *render_findings(plans, refused)]
+
+
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
