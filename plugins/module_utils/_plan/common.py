@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -200,7 +201,10 @@ def plan_findings(
         if variable and str(variable) not in message:
             message = f"{variable}: {message}"
         suggested = item.get("suggested")
-        if variable and suggested not in (None, "", []) and str(suggested) not in message:
+        # Already named when the message has the value as a word of its own ("6" inside "576" or "64" is
+        # not the value 6).
+        shown = re.search(rf"(?<![\w.]){re.escape(str(suggested))}(?![\w.])", message)
+        if variable and suggested not in (None, "", []) and not shown:
             message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
         severity = item.get("severity") or "error"
         result.append(finding(str(item.get("id") or default_id), str(severity), message))

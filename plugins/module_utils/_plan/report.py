@@ -29,7 +29,8 @@ TABLE_COLUMNS = (
 # Printed under the table on the console (make plan), for the columns that need a word.
 TABLE_LEGEND = (
     "vLLM figures are per GPU, Ollama's totals; concurrency: full-length sequences the KV cache holds at the "
-    "context length; decode tok/s: one request alone (xN: N requests at once, tokens/s of all together)"
+    "context length, then the sequences run at once at inferops_context_tokens (max_num_seqs and the KV cache "
+    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together)"
 )
 
 
@@ -80,7 +81,14 @@ def _concurrency(plan: Mapping[str, Any]) -> str:
     settings = plan.get("settings") or {}
     length = (settings.get("max_model_len") or settings.get("context_length") or {}).get("value")
     suffix = f" @ {_num(length)}" if isinstance(length, int) else ""
-    return f"{conc:.2f}x{suffix}" if isinstance(conc, float) else f"{conc}x{suffix}"
+    text = f"{conc:.2f}x{suffix}" if isinstance(conc, float) else f"{conc}x{suffix}"
+    # Beside it, the sequences run at once at the expected context (inferops_context_tokens): what the
+    # settings allow (max_num_seqs) and the KV cache holds, and what the speed prediction uses.
+    performance = plan.get("performance") or {}
+    at, context = performance.get("concurrency"), performance.get("context_tokens")
+    if isinstance(at, int) and isinstance(context, int) and context != length:
+        text += f", {at} @ {_num(context)}"
+    return text
 
 
 def table_row(plan: Mapping[str, Any]) -> List[str]:

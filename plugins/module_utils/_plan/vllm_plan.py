@@ -381,7 +381,7 @@ def vllm_plan(
             driver=driver_facts(gear.driver),
         )
     )
-    findings = list(gear.notes) + findings
+    findings = list(gear.notes) + findings + _batch_cap_note(settings)
     reported = {f["id"] for f in findings}
     for fact in figures["findings"]:
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
@@ -420,6 +420,18 @@ def vllm_plan(
     if cluster is not None:
         plan["cluster"] = cluster.section()
     return plan
+
+
+def _batch_cap_note(settings: Mapping[str, Any]) -> list:
+    """An info finding when the plan caps max_num_seqs below vLLM's default (only for a physical reason)."""
+    entry = settings.get("max_num_seqs") or {}
+    if entry.get("source") != "chosen":
+        return []
+    message = (
+        f"max_num_seqs is {entry['value']} instead of vLLM's default: {entry.get('reason')}. "
+        "Set vllm_max_num_seqs to choose otherwise"
+    )
+    return [finding("max-num-seqs", "info", message)]
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
