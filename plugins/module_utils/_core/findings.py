@@ -33,6 +33,7 @@ FINDING_IDS: Dict[str, str] = {
     "gateway-profile-parameter": "a profile's sampling or template field the engine or its version does not accept",
     "gateway-profile-unserved": "a gateway profile for a model no engine of the inventory serves",
     "gateway-reasoning-parser": "a thinking profile on a vLLM started without a reasoning parser",
+    "gpu-specs-unknown": "a GPU missing from the specs table: memory planned, no speed predicted",
     "kv-cache-dtype": "a KV cache dtype the release, GPU or backend refuses",
     "kv-scales-hybrid": "--calculate-kv-scales on a release or model that refuses it",
     "mamba-block-size": "the hybrid block size against max_num_batched_tokens",

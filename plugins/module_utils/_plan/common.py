@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import add_row_hint, gpu_spec
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _COMMIT_RE,
     HostInputs,
@@ -110,6 +111,16 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                 "or let the plan gather it from the host, for a layout that uses its real links",
             )
         )
+    for name in sorted({str(gpu.get("name") or "") for gpu in gpu_list}):
+        if gpu_spec(name) is None:
+            notes.append(
+                finding(
+                    "gpu-specs-unknown",
+                    "warning",
+                    f"{name or 'a GPU without a name'} is not in the GPU table: the plan predicts its memory but no "
+                    f"speed (no decode, prefill or TTFT figure); {add_row_hint(name)}",
+                )
+            )
     if topology is not None and len(topology["matrix"]) != len(gpu_list):
         raise PlanInputError(
             [
