@@ -30,14 +30,14 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     plan_fleet_gateway,
     render_gateway_table,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VARIABLE_NAME_PATTERN, input_names
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
     render_console,
     render_markdown,
     render_table,
 )
 
-_PREFIX_RE = re.compile(r"(?:inferops|vllm|ollama)_.*")
+_PREFIX_RE = re.compile(VARIABLE_NAME_PATTERN + ".*")
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -77,8 +77,9 @@ def _gateway(
 
 def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
     """The host as the planner sees it, reading only the planning variables and facts."""
-    # Names only (iterating hostvars templates nothing): every vllm_/ollama_/inferops_ name for the
-    # unknown-variable check, and the values of the planning inputs alone (secrets are never templated).
+    # Names only (iterating hostvars templates nothing): every name with a collection prefix (inferops_,
+    # vllm_, ray_, gateway_, ...) for the unknown-variable check, and the values of the planning inputs
+    # alone (secrets are never templated).
     defined = [str(name) for name in host_vars if _PREFIX_RE.fullmatch(str(name))]
     names = [name for name in input_names() if name in defined]
     variables = {name: _plain(host_vars[name]) for name in names}

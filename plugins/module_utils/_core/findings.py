@@ -58,7 +58,7 @@ FINDING_IDS: Dict[str, str] = {
     "tensor-parallel-divisibility": "a parallel layout the model's dimensions do not split into",
     "tool-call-parser": "a tool-call parser the release or model family lacks",
     "topology-assumed": "several GPUs planned without their topology",
-    "unknown-variable": "a vllm_/ollama_/inferops_ variable the collection does not define (warn mode)",
+    "unknown-variable": "a variable with a collection prefix the collection does not define (warn mode)",
 }
 
 

@@ -100,7 +100,22 @@ _STR_EXAMPLES = {
 # The variable that turns unknown vllm_/ollama_/inferops_ names from errors into warnings.
 UNKNOWN_SWITCH = "inferops_unknown_variables"
 UNKNOWN_MODES = ("error", "warn")
-_PREFIX_RE = re.compile(r"(?:vllm|ollama|inferops)_[A-Za-z0-9_]*")
+# The prefixes of the collection's public variables (one per role, plus inferops_): a host variable with one
+# of them that the collection does not define is a typo (unknown-variable). roles/plan/vars/main.yml and
+# plan_fleet select the names to check with VARIABLE_NAME_PATTERN.
+VARIABLE_PREFIXES = (
+    "inferops",
+    "vllm",
+    "ollama",
+    "ray",
+    "gateway",
+    "node_metrics",
+    "monitoring",
+    "model_download",
+    "nvidia_driver",
+)
+VARIABLE_NAME_PATTERN = "^(" + "|".join(VARIABLE_PREFIXES) + ")_"
+_PREFIX_RE = re.compile(r"(?:" + "|".join(VARIABLE_PREFIXES) + r")_[A-Za-z0-9_]*")
 _KNOWN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_variables.json")
 with open(_KNOWN_FILE, encoding="utf-8") as _handle:
     KNOWN_VARIABLES = json.load(_handle)
@@ -617,7 +632,7 @@ def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workl
 
 
 def known_names() -> List[str]:
-    """Every vllm_*, ollama_* and inferops_* name the collection defines (planning inputs, role options, facts)."""
+    """Every name with a prefix of VARIABLE_PREFIXES the collection defines (planning inputs, role options, facts)."""
     names = set(input_names())
     for role_names in KNOWN_VARIABLES["role_options"].values():
         names.update(role_names)

@@ -218,3 +218,17 @@ def test_site_refuses_a_play_without_every_node_of_the_cluster(tmp_path):
     assert result.returncode != 0
     assert "inferops_cluster lab: ws-a of the inventory are not in this play" in result.stdout
     assert not (tmp_path / "plans").exists()
+
+
+def test_plan_playbook_refuses_a_typo_in_another_roles_variable(tmp_path):
+    """ray_auth_tokn (meant: ray_auth_token) is caught by plan.yml, before site.yml would ignore it."""
+    inventory = tmp_path / "inventory.yml"
+    host = {**VARIABLES, "inferops_gpus": HARDWARE["gpus"], "ray_auth_tokn": "x"}
+    inventory.write_text(json.dumps({"all": {"hosts": {"typo": host}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "h"))
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert result.stdout.count("ray_auth_tokn is not a variable of inferops.llm") == 1
+    assert "did you mean ray_auth_token?" in result.stdout
