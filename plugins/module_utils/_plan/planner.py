@@ -19,7 +19,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.findings import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    _number,
+    validate_inputs,
+    vllm_key_finding,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
@@ -55,6 +59,9 @@ def build_plan(
         engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
+    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
+        refused = vllm_key_finding(variables, list(variables) if defined is None else defined)
+        unknown += [refused] if refused else []
     plan["checks"] = unknown + [dict(f) for f in cluster_findings] + plan["checks"]
     revision = revision_check(inputs.model)
     if revision:
