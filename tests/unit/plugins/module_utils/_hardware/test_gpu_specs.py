@@ -57,3 +57,30 @@ def test_a_known_gpu_has_its_speed_and_no_finding():
     plan = _plan("NVIDIA GeForce RTX 4090")
     assert "gpu-specs-unknown" not in {c["id"] for c in plan["checks"]}
     assert plan["performance"]["single_stream_decode_tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090 Laptop"),
+        ("NVIDIA GeForce RTX 4060 Laptop GPU", "GeForce RTX 4060 Laptop"),
+        ("NVIDIA GeForce RTX 5090 Laptop GPU", "GeForce RTX 5090 Laptop"),
+        ("NVIDIA GeForce RTX 5070 Ti Laptop GPU", "GeForce RTX 5070 Ti Laptop"),
+        ("NVIDIA GeForce RTX 5070 Laptop GPU", "GeForce RTX 5070 Laptop"),
+        ("NVIDIA RTX 2000 Ada Generation", "RTX 2000 Ada"),
+        ("NVIDIA RTX 5000 Ada Generation", "RTX 5000 Ada"),
+        ("NVIDIA RTX A2000 12GB", "RTX A2000"),
+        ("NVIDIA RTX A5500", "RTX A5500"),
+        ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+    ],
+)
+def test_laptop_and_workstation_parts_have_their_own_rows(name, model):
+    assert gpu_spec(name).model == model
+
+
+def test_a_laptop_row_is_slower_than_its_desktop_namesake():
+    for number in ("4090", "4080", "5090", "5080"):
+        laptop = gpu_spec(f"NVIDIA GeForce RTX {number} Laptop GPU")
+        desktop = gpu_spec(f"NVIDIA GeForce RTX {number}")
+        assert laptop.memory_bandwidth_gbps < desktop.memory_bandwidth_gbps, number
+        assert laptop.source.startswith("https://") and "Laptop" in laptop.source
