@@ -104,9 +104,9 @@ table:
   elements: str
 console:
   description:
-    - What O(show) prints, one string per line. RV(table); the gateway's routes and profiles (RV(gateway_table));
-      then, under C(findings), every error and warning once, grouped by host (a host that cannot be planned:
-      each of its input errors). Each message names its variable and a value that passes.
+    - What O(show) prints, one string per line. RV(table) and a legend; the gateway's routes and profiles
+      (RV(gateway_table)); then, under C(findings), every error and warning once, grouped by host (for a host
+      that cannot be planned, each of its input errors). Each message names its variable and a value that passes.
   returned: always
   type: list
   elements: str
