@@ -22,6 +22,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
+from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
 from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
 from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import (
@@ -48,6 +49,7 @@ ARGUMENT_SPEC = {
     "gateway": {"type": "str", "default": ""},
     "gateway_profiles": {"type": "list", "elements": "raw"},
     "gateway_backends": {"type": "list", "elements": "raw"},
+    "hf_token": {"type": "str", "no_log": True},
 }
 
 
@@ -143,7 +145,10 @@ class ActionModule(ActionBase):
             members.append(member)
             if fact:
                 measured[host] = _plain(fact)
-        planned = plan_fleet(members, measured)
+        # The checkpoints' files from the controller's Hugging Face cache or Hub, once per (repo, revision) for
+        # the whole run (_model/hub.py); the token goes to the requests only.
+        models = ModelResolver.from_environment(os.environ, token=args.get("hf_token") or None)
+        planned = plan_fleet(members, measured, models)
         plans = {host: entry["plan"] for host, entry in planned.items() if "plan" in entry}
         input_errors = {host: entry["errors"] for host, entry in planned.items() if "errors" in entry}
         gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans, args) if gateway else (None, [])

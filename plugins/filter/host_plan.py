@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import os
 import typing as t
 from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError, input_errors, input_names
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
@@ -38,6 +40,17 @@ def _defined(defined: t.Any) -> list[str] | None:
     return [str(name) for name in defined]
 
 
+_RESOLVER: list[ModelResolver] = []
+
+
+def _models() -> ModelResolver:
+    """One resolver per controller process: the checkpoints' files from the controller's Hugging Face cache or
+    Hub (HF_HUB_CACHE / HF_HOME, HF_ENDPOINT, HF_HUB_OFFLINE, HF_TOKEN), as plan_fleet reads them."""
+    if not _RESOLVER:
+        _RESOLVER.append(ModelResolver.from_environment(os.environ))
+    return _RESOLVER[0]
+
+
 def host_plan(
     variables: t.Any,
     hardware: t.Any = None,
@@ -55,6 +68,7 @@ def host_plan(
             measured=_optional_mapping(measured, "measured"),
             host=None if host is None else str(host),
             defined=_defined(defined),
+            models=_models(),
         )
     except PlanInputError as error:
         raise AnsibleFilterError("; ".join(error.errors)) from error

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import render as ollama_render
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import release_sha256
 
 
 def _plain(value: t.Any, what: str) -> dict[str, t.Any]:
@@ -43,6 +44,11 @@ def ollama_archive_name(version: t.Any, arch: t.Any) -> str:
     return ollama_render.archive_name(str(version), str(arch))
 
 
+def ollama_release_sha256(version: t.Any) -> dict[str, str]:
+    """sha256 of the release archives of an Ollama version by Go architecture, from its release record."""
+    return release_sha256(str(version))
+
+
 @_wrap
 def ollama_environment(settings: t.Any, options: t.Any) -> dict[str, str]:
     """Service environment from the plan settings and the role options."""
@@ -73,6 +79,7 @@ class FilterModule:
         return {
             "ollama_archive_name": ollama_archive_name,
             "ollama_environment": ollama_environment,
+            "ollama_release_sha256": ollama_release_sha256,
             "ollama_modelfile": ollama_modelfile,
             "ollama_model_drift": ollama_model_drift,
         }

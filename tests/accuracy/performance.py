@@ -48,9 +48,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "performance"
 OUTPUT = ROOT / "docs" / "performance-accuracy.md"
 
-# Targets of the issue, asserted by the unit test on every evaluated record.
+# Targets on the calibration split, asserted by the unit test on every evaluated record there.
 DECODE_TOLERANCE_PCT = {"vllm": 20.0, "llama.cpp": 31.0}  # single-stream decode, each complete record
 DECODE_MEDIAN_PCT = 10.0  # median absolute error of the same records
+# Targets on the validation split (issue #27), which the constants are never tuned on (records.yml ``split``).
+VALIDATION_TARGETS = {
+    "decode_median_abs_pct": ("<=", 10.0),  # single-stream decode, median |error|
+    "decode_within_20_share": (">=", 0.80),  # share of those records within +-20%
+    "aggregate_within_35_share": (">=", 0.70),  # aggregate at the stated concurrency within +-35%
+    "pairs_ordered_share": (">=", 1.0),  # A/B pairs with a measured gap of 10% or more, ordered as measured
+}
+# Where the model does not meet a validation target yet, the unit test holds the figure it reaches at
+# least at this floor (so that it cannot get worse unnoticed); the report says which targets are unmet.
+VALIDATION_FLOORS = {"aggregate_within_35_share": 0.5}
+AB_MIN_GAP = 0.10  # measured gap (faster / slower - 1) from which a pair must be ordered as measured
 # Context assumed when a source does not state it (benchmarks of "short" chats): prompt + output.
 ASSUMED_CONTEXT = 1024
 # Chunk size vLLM prefills with by default (max_num_batched_tokens of the V1 engine on most GPUs) and
@@ -69,7 +80,23 @@ def load() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]:
     models = dict(mapping["models"])
     models["_pairs_only"] = mapping.get("pairs_only") or {}
     models["_not_modelled"] = mapping.get("not_modelled") or {}
+    models["_split"] = split_of(data)
     return data["records"], data.get("ab_pairs") or [], models
+
+
+def split_of(data: Dict[str, Any]) -> Dict[str, str]:
+    """Source URL -> ``calibration`` or ``validation`` (records.yml ``split``); a source in both or in
+    neither is an error of the fixture."""
+    result: Dict[str, str] = {}
+    for part in ("calibration", "validation"):
+        for source in (data.get("split") or {}).get(part) or []:
+            if source in result:
+                raise ValueError(f"records.yml split: {source} is in both parts")
+            result[source] = part
+    missing = sorted({r["source"] for r in data["records"]} - set(result))
+    if missing:
+        raise ValueError(f"records.yml split: sources in no part: {missing}")
+    return result
 
 
 def _topology(count: int, interconnect: str) -> Dict[str, Any]:
@@ -148,7 +175,9 @@ def predictor_for_record(record: Dict[str, Any], model: Dict[str, Any]) -> Predi
     kv_dtype = "fp8" if str(record.get("kv_cache_dtype") or "").startswith("fp8") else "auto"
     state = gdn_state_bytes(arch, tp)["page_bytes"] if arch.is_hybrid else 0
     kv = KvTraffic(float(attention_bytes_per_token(arch, kv_dtype, tp)), float(state))
-    return Predictor(traffic, stages, tp, kv, engine)
+    release = re.match(r"\d+(?:\.\d+)*", str(record.get("engine_version") or ""))
+    version = tuple(int(x) for x in release.group(0).split(".")) if release and engine == "vllm" else None
+    return Predictor(traffic, stages, tp, kv, engine, version=version)
 
 
 def predicted(record: Dict[str, Any], predictor: Predictor, metric: str) -> float:
@@ -201,30 +230,71 @@ def evaluate() -> Dict[str, Any]:
                     "error_pct": 100.0 * (value - float(measured)) / float(measured),
                     "source": record["source"],
                     "pairs_only": models["_pairs_only"].get(record["id"]),
+                    "split": models["_split"][record["source"]],
+                    "caveat": predictor.not_modelled,
                 }
             )
     ab = []
+    measured_by_id = {r["id"]: r.get("measured") or {} for r in records}
     for pair in pairs:
         faster, slower, metric = pair["faster"], pair["slower"], pair["metric"]
+        split = models["_split"][pair["source"]]
         if metric not in by_id.get(faster, {}) or metric not in by_id.get(slower, {}):
-            ab.append({**pair, "evaluated": False})
+            ab.append({**pair, "split": split, "evaluated": False})
             continue
+        gap = float(measured_by_id[faster][metric]) / float(measured_by_id[slower][metric]) - 1.0
         ab.append(
             {
                 **pair,
+                "split": split,
                 "evaluated": True,
+                "measured_gap": gap,
                 "predicted_faster": by_id[faster][metric],
                 "predicted_slower": by_id[slower][metric],
                 "ranked_as_measured": by_id[faster][metric] > by_id[slower][metric],
             }
         )
-    decode = [abs(r["error_pct"]) for r in rows if r["metric"] == "decode_tokens_per_s" and not r["pairs_only"]]
+    decode = [
+        abs(r["error_pct"])
+        for r in rows
+        if r["metric"] == "decode_tokens_per_s" and not r["pairs_only"] and r["split"] == "calibration"
+    ]
     return {
         "rows": rows,
         "skipped": skipped,
         "ab_pairs": ab,
         "decode_median_abs_pct": statistics.median(decode) if decode else 0.0,
+        "splits": {part: split_figures(rows, ab, part) for part in ("calibration", "validation")},
     }
+
+
+def split_figures(rows: List[Dict[str, Any]], ab: List[Dict[str, Any]], part: str) -> Dict[str, Any]:
+    """The issue's figures on one part of the split (None where the part has no record for a figure)."""
+    decode = [
+        abs(r["error_pct"])
+        for r in rows
+        if r["split"] == part and r["metric"] == "decode_tokens_per_s" and not r["pairs_only"]
+    ]
+    aggregate = [
+        abs(r["error_pct"]) for r in rows if r["split"] == part and r["metric"] == "aggregate_decode_tokens_per_s"
+    ]
+    gapped = [p for p in ab if p["split"] == part and p["evaluated"] and p["measured_gap"] >= AB_MIN_GAP]
+    return {
+        "decode_records": len(decode),
+        "decode_median_abs_pct": statistics.median(decode) if decode else None,
+        "decode_within_20_share": sum(e <= 20.0 for e in decode) / len(decode) if decode else None,
+        "aggregate_records": len(aggregate),
+        "aggregate_within_35_share": sum(e <= 35.0 for e in aggregate) / len(aggregate) if aggregate else None,
+        "pairs": len(gapped),
+        "pairs_ordered_share": sum(p["ranked_as_measured"] for p in gapped) / len(gapped) if gapped else None,
+    }
+
+
+def target_met(name: str, value: Optional[float]) -> Optional[bool]:
+    if value is None:
+        return None
+    op, target = VALIDATION_TARGETS[name]
+    return value <= target if op == "<=" else value >= target
 
 
 def render(result: Dict[str, Any]) -> str:
@@ -238,41 +308,57 @@ def render(result: Dict[str, Any]) -> str:
         "measurements (tests/unit/fixtures/performance/records.yml, each with its source and quoted figure), "
         "predicted through the same code on the record's GPUs, interconnect and layout.",
         "",
-        f"Targets, asserted by the unit tests: single-stream decode within ±{DECODE_TOLERANCE_PCT['vllm']:g}% on "
-        f"every evaluated vLLM record and ±{DECODE_TOLERANCE_PCT['llama.cpp']:g}% on every llama.cpp record (the "
-        "issue asks ±20%: llama.cpp's single-stream decode on datacenter GPUs is bound by kernel latency more than "
-        "by bandwidth, and the model's per-layer term does not capture all of it; the worst record is gpt-oss-20b "
-        f"on an RTX 4090), median absolute error under {DECODE_MEDIAN_PCT:g}%; every evaluated A/B pair of "
-        "layouts ranked as measured. Prefill, TTFT and aggregate figures are reported, not asserted: the "
-        "published ones mix prompt lengths, chunk sizes and scheduling gaps that the sources do not all state.",
+        "The records are split by source into a **calibration** part, on which the constants of "
+        "`_plan/performance.json` are set, and a **validation** part that no constant is tuned on (records.yml "
+        "`split`, frozen before tuning; the constants present when the split was made had seen both parts).",
         "",
-        f"Single-stream decode: median absolute error **{result['decode_median_abs_pct']:.1f}%** over "
-        f"{sum(1 for r in result['rows'] if r['metric'] == 'decode_tokens_per_s' and not r['pairs_only'])} records "
-        "(rows marked *pairs only* are compared through their A/B pair, not on their own).",
+        "| figure | target (validation) | calibration | validation | met |",
+        "|---|---|---|---|---|",
+        *summary_lines(result),
         "",
-        "| record | metric | GPUs | layout | engine | model | measured | predicted | error |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"Asserted by the unit tests: on the validation part, each target above that is met (an unmet one is held "
+        f"at its present floor: {', '.join(f'{k} >= {v:g}' for k, v in VALIDATION_FLOORS.items()) or 'none'}); "
+        f"on the calibration part, single-stream decode within ±{DECODE_TOLERANCE_PCT['vllm']:g}% on every vLLM "
+        f"record and ±{DECODE_TOLERANCE_PCT['llama.cpp']:g}% on every llama.cpp record (llama.cpp's single-stream "
+        "decode on datacenter GPUs is bound by kernel latency more than by bandwidth; the worst record is "
+        f"gpt-oss-20b on an RTX 4090), median absolute error under {DECODE_MEDIAN_PCT:g}%; every evaluated A/B "
+        "pair ranked as measured. Aggregate figures are a benchmark's output throughput at its stated "
+        "concurrency (which counts prefill and gaps between requests); prefill and TTFT are reported, not "
+        "asserted: the published ones mix prompt lengths, chunk sizes and scheduling gaps that the sources do "
+        "not all state.",
+        "",
+        "Single-stream decode on the calibration part: median absolute error "
+        f"**{result['decode_median_abs_pct']:.1f}%** over {result['splits']['calibration']['decode_records']} "
+        "records (rows marked *pairs only* are compared through their A/B pair, not on their own).",
+        "",
+        "| record | split | metric | GPUs | layout | engine | model | measured | predicted | error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
         lines.append(
-            f"| [{row['id']}]({row['source']}) | {row['metric']} | {row['gpu']} | {row['layout']} | {row['engine']} "
-            f"| {row['model']} | {row['measured']:g} | {row['predicted']:.1f} | {row['error_pct']:+.1f}%"
+            f"| [{row['id']}]({row['source']}) | {row['split']} | {row['metric']} | {row['gpu']} | {row['layout']} "
+            f"| {row['engine']} | {row['model']} | {row['measured']:g} | {row['predicted']:.4g} "
+            f"| {row['error_pct']:+.1f}%"
             + (f" *pairs only: {row['pairs_only']}*" if row["pairs_only"] else "")
+            + (f" *{row['caveat']}*" if row["caveat"] else "")
             + " |"
         )
     lines += [
         "",
         "## Published A/B pairs of layouts",
         "",
-        "| faster (measured) | slower | metric | predicted | as measured |",
+        "| faster (measured) | slower | split | metric | measured gap | predicted | as measured |",
     ]
-    lines.append("|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|")
     for pair in result["ab_pairs"]:
         if not pair["evaluated"]:
-            lines.append(f"| {pair['faster']} | {pair['slower']} | {pair['metric']} | not evaluated | - |")
+            lines.append(
+                f"| {pair['faster']} | {pair['slower']} | {pair['split']} | {pair['metric']} | - | not evaluated | - |"
+            )
             continue
         lines.append(
-            f"| {pair['faster']} | {pair['slower']} | {pair['metric']} | {pair['predicted_faster']:.1f} vs "
+            f"| {pair['faster']} | {pair['slower']} | {pair['split']} | {pair['metric']} | "
+            f"{100 * pair['measured_gap']:+.0f}% | {pair['predicted_faster']:.1f} vs "
             f"{pair['predicted_slower']:.1f} | {'yes' if pair['ranked_as_measured'] else '**no**'} |"
         )
     lines += ["", "## Records not evaluated", "", "| record | why |", "|---|---|"]
@@ -291,6 +377,37 @@ def render(result: Dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+_FIGURE_NAMES = {
+    "decode_median_abs_pct": ("single-stream decode: median abs error", "decode_records"),
+    "decode_within_20_share": ("single-stream decode: share within ±20%", "decode_records"),
+    "aggregate_within_35_share": ("aggregate at stated concurrency: share within ±35%", "aggregate_records"),
+    "pairs_ordered_share": ("A/B pairs with a measured gap >= 10%: share ordered as measured", "pairs"),
+}
+
+
+def _figure(name: str, figures: Dict[str, Any]) -> str:
+    value = figures[name]
+    count = figures[_FIGURE_NAMES[name][1]]
+    if value is None:
+        return "no record"
+    if name.endswith("_pct"):
+        return f"{value:.1f}% (n={count})"
+    return f"{100 * value:.0f}% (n={count})"
+
+
+def summary_lines(result: Dict[str, Any]) -> List[str]:
+    lines = []
+    for name, (op, target) in VALIDATION_TARGETS.items():
+        shown = f"{op} {target:g}%" if name.endswith("_pct") else f"{op} {100 * target:.0f}%"
+        met = target_met(name, result["splits"]["validation"][name])
+        lines.append(
+            f"| {_FIGURE_NAMES[name][0]} | {shown} | {_figure(name, result['splits']['calibration'])} | "
+            f"{_figure(name, result['splits']['validation'])} | "
+            f"{'-' if met is None else ('yes' if met else '**no**')} |"
+        )
+    return lines
 
 
 def main() -> int:

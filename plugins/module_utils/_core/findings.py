@@ -41,6 +41,7 @@ FINDING_IDS: Dict[str, str] = {
     "memory-fit": "weights, overhead and KV cache against the GPU's memory",
     "memory-overhead-uncertain": "a non-KV overhead term the plan cannot pin down, with the KV range it spans",
     "model-revision": "a branch or tag instead of a commit",
+    "model-source": "a gated or private repository read without a token that grants access",
     "ollama-arch-unsupported": "an architecture the pinned Ollama cannot load",
     "ollama-context-clamped": "an Ollama context longer than the GGUF's",
     "ollama-coresidency": "Ollama on standby does not fit beside vLLM",

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Dict, Optional
 
 
 def plain(value: Any) -> Any:
@@ -18,3 +18,17 @@ def plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return [plain(v) for v in value]
     return value
+
+
+def as_dict(value: Any) -> Dict[str, Any]:
+    """A mapping, or an object with ``to_dict()`` (a ModelArchitecture), as a dict (not a deep copy)."""
+    return value.to_dict() if hasattr(value, "to_dict") else dict(value)
+
+
+def as_bool(value: Any) -> Optional[bool]:
+    """An inventory flag: None when unset or empty, true for 1/true/yes/on (any case), else its truth."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

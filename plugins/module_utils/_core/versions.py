@@ -79,3 +79,8 @@ def engine_version_error(engine: str, text: object, variable: str = "") -> str:
     elif isinstance(text, str) and not re.fullmatch(r"[A-Za-z0-9.+~_-]*", text):
         shown = "a value with other characters (not shown)"
     return f"{variable} must be an exact {engine} release such as {ENGINE_VERSION_EXAMPLES[engine]}, got {shown}"
+
+
+def version_text(version: Sequence[int]) -> str:
+    """(0, 33, 0) -> "0.33.0"."""
+    return ".".join(str(part) for part in version)

@@ -18,7 +18,8 @@ Sources (docs/nvidia_driver.md has the details):
 * Minimum driver per CUDA release: CUDA Toolkit release notes, Table 3 (Linux x86_64, GA release);
   CUDA minor version compatibility (Table 2): 11.x >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580.65.06.
 * CUDA of vLLM's default PyPI wheel: read from each published wheel (``vllm/_C.abi3.so``: nvcc release
-  string, PTX ISA version and the libcudart soname it links), see ``VLLM_WHEEL_CUDA``.
+  string, PTX ISA version and the libcudart soname it links), see the ``wheel_cuda`` field of the
+  release records (``_engines/vllm/releases.json``).
 * Packages: NVIDIA's CUDA repository meta-packages (``nvidia-open`` open, ``cuda-drivers`` proprietary;
   branch-named ``*-<branch>`` variants before R590), Debian's non-free/contrib packages
   (``nvidia-kernel-dkms`` / ``nvidia-open-kernel-dkms``, ``nvidia-smi``, ``libcuda1``...) and Ubuntu's

@@ -397,6 +397,10 @@ def _layer_types(text: Mapping, num_layers: int, is_mla: bool) -> Tuple[Tuple[st
     pattern = _int_or_none(text.get("sliding_window_pattern"), "sliding_window_pattern")
     if sliding_window and pattern:  # Gemma 3: pattern-1 local layers, then one global
         return tuple(LAYER_FULL if (i + 1) % pattern == 0 else LAYER_SLIDING for i in range(num_layers)), sliding_window
+    if sliding_window and text.get("model_type") == "gemma2":
+        # Gemma 2 configs predate layer_types: transformers' Gemma2Config (>= 4.53, which vLLM reads) makes the
+        # even layers local ("sliding_attention" if (i + 1) % 2) and the odd ones global.
+        return tuple(LAYER_SLIDING if (i + 1) % 2 else LAYER_FULL for i in range(num_layers)), sliding_window
     if sliding_window and text.get("use_sliding_window"):
         return (LAYER_SLIDING,) * num_layers, sliding_window
     # Mistral-style configs carry sliding_window without using it in vLLM's full-attention path

@@ -231,10 +231,11 @@ def select_files(
 class CacheLayout:
     """Paths of one model repository inside ``$HF_HOME``."""
 
-    def __init__(self, hf_home: str, repo: str) -> None:
+    def __init__(self, hf_home: str, repo: str, hub_cache: Optional[str] = None) -> None:
+        """``hub_cache``: HF_HUB_CACHE when it is set apart from ``$HF_HOME/hub``."""
         self.hf_home = hf_home
         self.repo = repo
-        self.hub_cache = os.path.join(hf_home, "hub")
+        self.hub_cache = hub_cache or os.path.join(hf_home, "hub")
         self.repo_dir = os.path.join(self.hub_cache, repo_folder_name(repo))
         self.blobs_dir = os.path.join(self.repo_dir, "blobs")
         # Records of completed downloads (full file lists): lets a re-run decide offline that a
@@ -258,6 +259,11 @@ class CacheLayout:
 
     def record_path(self, commit: str) -> str:
         return os.path.join(self.records_dir, commit + ".json")
+
+    def header_record_path(self, commit: str) -> str:
+        """The summed tensor bytes of a single-file checkpoint's safetensors header, read over HTTP by the plan
+        (beside the manifests, outside hub/)."""
+        return os.path.join(self.hf_home, "inferops", "safetensors", repo_folder_name(self.repo), commit + ".json")
 
     def read_ref(self, revision: str) -> Optional[str]:
         try:

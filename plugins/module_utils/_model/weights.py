@@ -23,7 +23,10 @@ Public API:
     include_mtp=False, include_vision=True) -> WeightsEstimate``: priority ``weights_bytes`` >
     ``weights_file`` (a ``model.safetensors.index.json`` -> ``metadata.total_size``, a ``.safetensors``
     or ``.gguf`` -> file size, a model directory -> its index or the sum of its ``*.safetensors``) >
-    parameter counts x bits per weight.
+    ``checkpoint`` (bytes of every tensor and their source, from the checkpoint's index or safetensors header
+    found by ``_model/hub.py``) > parameter counts x bits per weight.
+``quantization_conflict(name, checkpoint) -> str | None``: why an ``inferops_model.quantization`` contradicts
+    the checkpoint's own quantization config.
 ``weights_bytes_and_source(...) -> (int, str)``: the same, as a pair.
 """
 
@@ -206,6 +209,39 @@ def quantization_from_name(name: Optional[str]) -> Optional[QuantizationInfo]:
     return QuantizationInfo(method=method, scheme=scheme, bits=bits, group_size=group)
 
 
+# Schemes one inventory name stands for: fp8 covers per-tensor and block FP8; the generic int4/int8 names
+# cover every integer scheme of that width (compressed-tensors, AutoRound, GPTQ, AWQ).
+_SCHEME_FAMILY = {"fp8_block": "fp8", "awq_int4": "int4", "gptq_int4": "int4", "gptq_int8": "int8", "bnb_int8": "int8"}
+
+
+def quantization_conflict(name: Optional[str], checkpoint: Optional[QuantizationInfo]) -> Optional[str]:
+    """Why ``inferops_model.quantization`` (``name``) contradicts the checkpoint's own quantization config
+    (None for an unquantized checkpoint); None when they agree."""
+    if name is None:
+        return None
+    wanted = quantization_from_name(name)
+    if wanted is None and checkpoint is None:
+        return None
+    if wanted is None or checkpoint is None:
+        has = (
+            "no quantization_config (unquantized)"
+            if checkpoint is None
+            else f"{checkpoint.method} ({checkpoint.scheme})"
+        )
+        return f"inferops_model.quantization is {name!r} but the checkpoint has {has}"
+    method = checkpoint.method.replace("-", "_")
+    if wanted.method.replace("-", "_") == method or wanted.scheme == checkpoint.scheme:
+        return None
+    generic = str(name).strip().lower() in ("int4", "int8", "w4a16", "w8a8", "fp8")
+    if generic and _SCHEME_FAMILY.get(checkpoint.scheme, checkpoint.scheme) == _SCHEME_FAMILY.get(
+        wanted.scheme, wanted.scheme
+    ):
+        return None
+    if wanted.scheme == "nvfp4" and checkpoint.scheme == "nvfp4":
+        return None
+    return f"inferops_model.quantization is {name!r} but the checkpoint has {checkpoint.method} ({checkpoint.scheme})"
+
+
 def _classify(module: str) -> Optional[str]:
     """Component of a module name or pattern from a quantization config."""
     name = module.lower()
@@ -305,6 +341,7 @@ def estimate_weights(
     quantization: Optional[QuantizationInfo] = None,
     include_mtp: bool = False,
     include_vision: bool = True,
+    checkpoint: Optional[Tuple[int, str]] = None,
 ) -> WeightsEstimate:
     """Weights as vLLM loads them, summed over all GPUs, with the source of the figure.
 
@@ -326,6 +363,8 @@ def estimate_weights(
         given_total, source = weights_bytes, "weights_bytes"
     elif weights_file:
         given_total, source = _file_total(weights_file)
+    elif checkpoint is not None:
+        given_total, source = checkpoint  # every tensor of the checkpoint, found by _model/hub.py
     if given_total is not None:
         # weights_bytes is "as loaded" and a GGUF file holds only the text model (the vision tower is a
         # separate mmproj file, the MTP block is dropped); a safetensors checkpoint holds everything.

@@ -31,17 +31,23 @@ def resolved(value: Any, source: str, reason: Optional[str] = None) -> Dict[str,
     return entry
 
 
-def revision_check(model: Mapping[str, Any]) -> Optional[Dict[str, str]]:
-    """A warning when the revision is a branch or tag: the download is then not reproducible."""
+def revision_check(model: Mapping[str, Any], commit: Optional[str] = None) -> Optional[Dict[str, str]]:
+    """A warning when the revision is a branch or tag: the download is then not reproducible. ``commit``:
+    the sha the branch resolved to (cache refs/ or the Hub), which the message then gives to pin."""
     revision = str(model.get("revision", ""))
     if _COMMIT_RE.fullmatch(revision):
         return None
+    pin = (
+        f"Pin the commit it resolves to now, which this plan used: inferops_model.revision: {commit}"
+        if commit
+        else "Pin the 40-character commit sha of the revision you tested."
+    )
     return {
         "id": "model-revision",
         "severity": "warning",
         "message": (
             f"inferops_model.revision {revision!r} is a branch or tag, not a commit: a later download may get "
-            "different weights. Pin the 40-character commit sha of the revision you tested."
+            f"different weights. {pin}"
         ),
     }
 
@@ -155,6 +161,14 @@ def load_config(model: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
         raise PlanInputError([f"inferops_model.config_file {path!r} cannot be read as config.json: {exc}"]) from exc
     if not isinstance(config, dict):
         raise PlanInputError([f"inferops_model.config_file {path!r} does not hold a JSON object"])
+    quant_file = os.path.join(os.path.dirname(str(path)), "hf_quant_config.json")
+    if not config.get("quantization_config") and os.path.isfile(quant_file):
+        # ModelOpt <= 0.29 keeps the scheme beside config.json; vLLM reads it only when config.json has none.
+        try:
+            with open(quant_file, encoding="utf-8") as handle:
+                config = {**config, "quantization_config": json.load(handle)}
+        except (OSError, ValueError) as exc:
+            raise PlanInputError([f"inferops_model.config_file: {quant_file!r} cannot be read as JSON: {exc}"]) from exc
     return config
 
 

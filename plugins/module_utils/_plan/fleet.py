@@ -11,18 +11,22 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member, plan_cluster
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
 
 def plan_fleet(
-    members: Sequence[Member], measured: Optional[Mapping[str, Mapping[str, Any]]] = None
+    members: Sequence[Member],
+    measured: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    models: Optional[ModelResolver] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """``{host: {"plan": dict}}`` or ``{host: {"errors": [message, ...]}}`` for every member, in order.
 
     members: each host's whitelisted variables, hardware and gathered facts (inventory order).
     measured: the vLLM role's local fact per host, where a previous start left one.
+    models: the run's ModelResolver (one per run: each (repo, revision) is read once for all hosts).
     """
     measured = measured or {}
     clusters: Dict[str, List[Member]] = {}
@@ -48,6 +52,7 @@ def plan_fleet(
                 cluster=contexts.get(member.host),
                 cluster_findings=findings.get(member.host, ()),
                 defined=member.defined,
+                models=models,
             )
         except PlanInputError as exc:
             result[member.host] = {"errors": list(exc.errors)}

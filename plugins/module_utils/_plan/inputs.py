@@ -223,6 +223,11 @@ class HostInputs:
     cpu_kvcache_space_gib: Optional[int] = None  # vllm_cpu_kvcache_space: VLLM_CPU_KVCACHE_SPACE on a CPU host
     workload: Workload = field(default_factory=Workload)  # inferops_objective / _context_tokens / _prompt_tokens
     warnings: List[str] = field(default_factory=list)  # unknown variable names under inferops_unknown_variables: warn
+    # Set by _plan/model_source.py when the checkpoint's files were found (cache or Hub): the bytes of every
+    # tensor with their source, and the report's model.commit / model.config_source.
+    checkpoint_bytes: Optional[Tuple[int, str]] = None
+    model_source: Optional[Dict[str, Any]] = None
+    gguf_shape: Optional[Dict[str, Any]] = None  # the GGUF file's header as the Ollama budget reads it
 
 
 @dataclass

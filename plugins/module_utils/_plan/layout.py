@@ -31,12 +31,15 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.units import MI
 
 # GPU-to-GPU link classes of `nvidia-smi topo -m`, best first. Legacy drivers print SOC for SYS.
 LINK_RANK = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
-# Worst link class a tensor-parallel group may span: a SYS hop crosses the socket interconnect.
+# Worst link class a tensor-parallel group spans before it ranks behind the others: a SYS hop crosses the
+# socket interconnect. A preference, not a filter: such groups are still candidates, and the speed model
+# prices the hop (performance.json allreduce_latency_us.sys_extra).
 TP_WORST_LINK = LINK_RANK["NODE"]
 # NCCL's PCIe model (topo.cc): GB/s = lanes * per-lane speed / 80, speed in 100 Mb/s units per generation.
 _PCIE_LANE_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
 # A TP all-reduce runs at the pace of the slowest link: below Gen4 x8 (= Gen3 x16, 12 GB/s in NCCL's
-# model) a GPU is a narrow/chipset link and is kept out of PCIe TP groups (club-3090 PCIE_P2P.md 3a).
+# model) a GPU is a narrow/chipset link, and PCIe TP groups with it rank last (club-3090 PCIE_P2P.md 3a);
+# the speed model prices the narrow link by its NCCL bandwidth.
 MIN_TP_PCIE_GBPS = 12.0
 # Block-quantized FP8 weights must split into whole 128-wide blocks per rank (vLLM fp8_utils.py).
 FP8_BLOCK = 128
@@ -242,7 +245,8 @@ class Topology:
         return gbps is not None and gbps < MIN_TP_PCIE_GBPS
 
     def tp_eligible(self, group: Sequence[int]) -> bool:
-        """A TP group may not cross a SYS hop, nor use a narrow PCIe link (NVLink pairs are exempt)."""
+        """Whether a TP group avoids SYS hops and narrow PCIe links (NVLink pairs are exempt). A preference:
+        groups that do not are placed last, never dropped (the speed model prices their links)."""
         for a, b in itertools.combinations(group, 2):
             rank = self.link(a, b)[0]
             if rank > TP_WORST_LINK:
@@ -284,7 +288,9 @@ def _place_groups(topo: Topology, available: Sequence[int], tp: int, pp: int) ->
 
     Pipeline-only layouts pick all stages at once: the largest GPUs first, then the set with the best
     worst link (one NUMA node before a SYS hop), then the lowest indices. With tensor parallelism,
-    greedy: the best-connected eligible TP group, then the next best among the rest.
+    greedy: the best-connected TP group (groups without SYS hops and narrow links first), then the next
+    best among the rest. A placement is None only when there are too few GPUs: link rules order groups,
+    they never remove a layout that fits (the speed model decides between them).
     """
     if len(available) < tp * pp:
         return None
@@ -294,10 +300,8 @@ def _place_groups(topo: Topology, available: Sequence[int], tp: int, pp: int) ->
     remaining = list(available)
     groups: List[List[int]] = []
     for _stage in range(pp):
-        options = [list(g) for g in itertools.combinations(remaining, tp) if topo.tp_eligible(g)]
-        if not options:
-            return None
-        chosen = sorted(min(options, key=topo.group_key))
+        options = [list(g) for g in itertools.combinations(remaining, tp)]
+        chosen = sorted(min(options, key=lambda g: (not topo.tp_eligible(g), topo.group_key(g))))
         groups.append(chosen)
         remaining = [i for i in remaining if i not in chosen]
     # Stage order: by lowest GPU index, which keeps neighbouring stages on neighbouring slots.
@@ -335,7 +339,10 @@ def _fits(memory_fit: MemoryFit, topo: Topology, cand: Candidate, utilization: f
 
 
 def _score(topo: Topology, cand: Candidate) -> Tuple[Any, ...]:
-    pcie_wide_tp = cand.tp > 2 and not all(topo.nvlinked(g) for g in cand.groups)
+    """Heuristic order of placements (the parallel_layout filter keeps the first that fits; the plan ranks by
+    predicted speed): TP groups over SYS hops or narrow links, and TP > 2 without full NVLink, last."""
+    slow_tp = cand.tp > 1 and not all(topo.tp_eligible(g) for g in cand.groups)
+    pcie_wide_tp = slow_tp or (cand.tp > 2 and not all(topo.nvlinked(g) for g in cand.groups))
     mixed_tp = any(len({topo.gpus[i].memory_mib for i in g}) > 1 for g in cand.groups)
     keys = [topo.group_key(g) for g in cand.groups] if cand.tp > 1 else [(0,)]
     return (pcie_wide_tp, mixed_tp, -cand.tp, max(keys), sum(k[0] for k in keys))
@@ -797,10 +804,10 @@ def explicit_result(
         replica_groups = []
         groups = None
         if needed <= len(available):
-            groups = _place_groups(topo, available, tp, pp_local)
-            if groups is None:
-                # No eligible group: keep the user's sizes on the lowest indices and say why.
-                groups = [available[k : k + tp] for k in range(0, tp * pp_local, tp)]
+            groups = _place_groups(topo, available, tp, pp_local) or [
+                available[k : k + tp] for k in range(0, tp * pp_local, tp)
+            ]
+            if tp > 1 and not all(topo.tp_eligible(g) for g in groups):
                 problems.append(
                     {
                         "variable": "vllm_tensor_parallel_size",

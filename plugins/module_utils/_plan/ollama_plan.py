@@ -48,12 +48,14 @@ def ollama_model_budget(
     gpus: Optional[List[int]],
     gpus_var: str,
     gear: Hardware,
+    shape: Optional[Dict[str, Any]] = None,
 ) -> Tuple[ModelArchitecture, Dict[str, Any], Dict[str, Any]]:
     """(architecture, ollama_budget result, layout) of a GGUF model served by Ollama on the allowed GPUs.
 
     model: an inferops_model mapping; requested: Ollama settings set in inventory; gpus: the GPUs Ollama
     may use (None: all), from the variable gpus_var. Shared by Ollama hosts and the Ollama kept on
-    standby beside vLLM.
+    standby beside vLLM. shape: the GGUF file's own header (``_model/gguf.py``), when the plan read it;
+    else the shape of the base model's architecture.
     """
     known = sorted(int(g["index"]) for g in gear.gpus)
     missing = [i for i in gpus or () if i not in known]
@@ -83,7 +85,7 @@ def ollama_model_budget(
         }
         for i in layout["gpus"]
     ]
-    shape = shape_from_architecture(architecture)
+    shape = shape if shape is not None else shape_from_architecture(architecture)
     resolution = resolve_ollama_settings(
         version,
         shape,
@@ -107,7 +109,7 @@ def ollama_model_budget(
 def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
     requested = inputs.settings
     architecture, budget, layout = ollama_model_budget(
-        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear
+        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear, inputs.gguf_shape
     )
     by_index = {int(g["index"]): g for g in gear.gpus}
     settings: Dict[str, Any] = {}
@@ -160,7 +162,11 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
         "engine": "ollama",
         "engine_version": inputs.engine_version,
         "model": model_section(
-            inputs, architecture.architecture, int(inputs.model["weights_bytes"]), "inventory", quantization
+            inputs,
+            architecture.architecture,
+            int(inputs.model["weights_bytes"]),
+            inputs.checkpoint_bytes[1] if inputs.checkpoint_bytes else "inventory",
+            quantization,
         ),
         "layout": layout_section(layout),
         "memory": {

@@ -67,6 +67,22 @@ _FORMATS = {
 }
 
 
+def engine_release(engine: str, version: Optional[Sequence[int]] = None) -> Optional[Mapping[str, Any]]:
+    """The row of ``engine_releases`` (performance.json) for a release, None for engines without a table.
+
+    ``version``: the release's numbers; None means the newest row (the plan's pins are all modelled)."""
+    rows = CONSTANTS["engine_releases"].get(engine)
+    if not rows:
+        return None
+    ordered = sorted(rows, key=lambda row: tuple(int(x) for x in row["from"].split(".")), reverse=True)
+    if version is None:
+        return ordered[0]
+    for row in ordered:
+        if tuple(version) >= tuple(int(x) for x in row["from"].split(".")):
+            return row
+    return ordered[-1]
+
+
 def weight_format(scheme: Optional[str], gguf: bool = False) -> Tuple[str, str]:
     """(kernel format, GEMM input precision) of a quantization scheme; GGUF files are their own format."""
     if gguf:
@@ -101,6 +117,7 @@ class ModelTraffic:
     sliding_window: Optional[int]
     kernel_format: str
     precision: str
+    layer_kernels: Tuple[int, ...] = ()  # dense weight matrices (GEMV kernels) per layer: gemv_kernel.kernels
 
     @property
     def num_layers(self) -> int:
@@ -142,6 +159,13 @@ def model_traffic(
         layer_flops.append(2.0 * (p_always + p_experts * share))
     head = components.get("lm_head", 0) or components.get("embed", 0)
     head_params = params.get("lm_head", 0) or params.get("embed", 0)
+    count = CONSTANTS["gemv_kernel"]["kernels"]
+    shared = bool(arch.num_shared_experts or arch.shared_expert_intermediate_size)
+    layer_kernels = tuple(
+        count["attention"]
+        + (count["experts"] + (count["shared_experts"] if shared else 0) if moe_layers[i] else count["mlp"])
+        for i in range(len(kinds))
+    )
     return ModelTraffic(
         layer_kinds=kinds,
         layer_bytes=tuple(layer_bytes),
@@ -156,6 +180,7 @@ def model_traffic(
         sliding_window=arch.sliding_window,
         kernel_format=kernel_format,
         precision=precision,
+        layer_kernels=layer_kernels,
     )
 
 
@@ -166,6 +191,7 @@ class Link:
     latency_s: float
     bandwidth: float
     label: str
+    hop_s: float = 0.0  # per extra ring step beyond two ranks (NCCL; 0 for vLLM's one-shot custom all-reduce)
 
 
 @dataclass(frozen=True)
@@ -215,17 +241,19 @@ def tp_link(topo: Any, group: Sequence[int], custom_allreduce: bool) -> Optional
         count = min(topo.link(a, b)[1] for a, b in itertools.combinations(group, 2))
         gbps = spec.nvlink_gbps or 25.0 * count
         key = "nvlink_custom" if custom_allreduce else "nvlink"
-        return Link(latency[key] * 1e-6, gbps * 1e9, "NVLink")
+        hop = 0.0 if custom_allreduce else CONSTANTS["allreduce_hop_us"]["nvlink"] * 1e-6
+        return Link(latency[key] * 1e-6, gbps * 1e9, "NVLink", hop)
     consumer = any(topo.gpus[i].consumer for i in group)
     p2p = topo.p2p_confirmed(group) if topo.p2p_known else not consumer
     bandwidth = _pcie_bandwidth(topo, group)
     extra = latency["sys_extra"] if worst >= 5 else 0.0
     names = {0: "NVLink", 1: "PIX", 2: "PXB", 3: "PHB", 4: "NODE", 5: "SYS"}
+    hop = CONSTANTS["allreduce_hop_us"]["pcie"] * 1e-6
     if p2p:
         key = "pcie_p2p_custom" if custom_allreduce else "pcie_p2p"
-        return Link((latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}")
+        return Link((latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}", 0.0 if custom_allreduce else hop)
     factor = float(CONSTANTS["no_p2p_bandwidth_factor"])
-    return Link((latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P")
+    return Link((latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P", hop)
 
 
 def handoff_link(topo: Any, a: int, b: int) -> Link:
@@ -294,7 +322,8 @@ def _touched(traffic: ModelTraffic, sequences: float) -> float:
 def _allreduce(link: Optional[Link], tp: int, message_bytes: float) -> float:
     if link is None or tp < 2:
         return 0.0
-    return link.latency_s + 2.0 * (tp - 1) / tp * message_bytes / link.bandwidth
+    hops = 2 * (tp - 1) - 2  # ring steps beyond the two of a two-rank all-reduce (in latency_s)
+    return link.latency_s + hops * link.hop_s + 2.0 * (tp - 1) / tp * message_bytes / link.bandwidth
 
 
 @dataclass
@@ -322,6 +351,7 @@ class Predictor:
         kv: KvTraffic,
         engine: str = "vllm",
         enforce_eager: bool = False,
+        version: Optional[Sequence[int]] = None,
     ):
         self.traffic = traffic
         self.stages = list(stages)
@@ -330,12 +360,22 @@ class Predictor:
         self.engine = engine
         efficiency = CONSTANTS["bandwidth_efficiency"][engine]
         self.bandwidth_efficiency = float(efficiency.get(traffic.kernel_format, efficiency["bf16"]))
-        self.compute_efficiency = float(CONSTANTS["compute_efficiency"][engine])
+        compute = CONSTANTS["compute_efficiency"]
+        self.compute_efficiency = float(compute.get(f"{engine}_{traffic.precision}", compute[engine]))
+        gemv = CONSTANTS["gemv_kernel"]
+        # Shape-aware GEMV: a fixed latency per weight matrix on the formats whose kernels were measured.
+        self.gemv_latency = (
+            float(gemv["latency_us"]) * 1e-6 if engine == "vllm" and traffic.kernel_format in gemv["formats"] else 0.0
+        )
         overhead = CONSTANTS["layer_overhead_us"]
         key = engine if engine != "vllm" else ("eager" if enforce_eager else "cudagraph")
         self.layer_overhead = float(overhead[key]) * 1e-6
         self.state_overhead = float(CONSTANTS["recurrent_layer_overhead_us"][engine]) * 1e-6
-        self.step_overhead = float(CONSTANTS["step_overhead_ms"][engine]) * 1e-3
+        release = engine_release(engine, version)
+        step = release["step_overhead_ms"] if release else CONSTANTS["step_overhead_ms"][engine]
+        self.step_overhead = float(step) * 1e-3
+        # None when the engine release's fixed costs are modelled; else why not (engine_releases)
+        self.not_modelled: Optional[str] = None if release is None or release["modelled"] else release["why"]
 
     def _precision_tflops(self, spec: GpuSpec) -> float:
         return spec.tensor_tflops(self.traffic.precision)
@@ -370,7 +410,16 @@ class Predictor:
         allreduce = layers * 2 * _allreduce(stage.tp_link, self.tp, message)
         linear = sum(1 for k in t.layer_kinds[stage.start : stage.end] if k == LAYER_LINEAR)
         fixed = layers * self._layer_time(stage.spec) + linear * self._state_time(stage.spec)
+        fixed += self._gemv_time(stage)
         return StepTime(memory, compute, allreduce, fixed)
+
+    def _gemv_time(self, stage: Stage) -> float:
+        """Fixed latency of the stage's weight-matrix kernels (does not shrink with TP; gemv_kernel)."""
+        if not self.gemv_latency:
+            return 0.0
+        kernels = sum(self.traffic.layer_kernels[stage.start : stage.end]) if self.traffic.layer_kernels else 0
+        clock = float(CONSTANTS["gemv_kernel"]["clock_mhz"])
+        return kernels * self.gemv_latency * clock / stage.spec.boost_clock_mhz
 
     def _state_time(self, spec: GpuSpec) -> float:
         """Extra fixed time of a recurrent (Gated-DeltaNet) layer per step: its state update is a chain of

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
+from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
@@ -25,6 +26,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     vllm_key_finding,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
+from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
@@ -42,6 +44,7 @@ def build_plan(
     cluster: Optional[ClusterContext] = None,
     cluster_findings: Sequence[Mapping[str, str]] = (),
     defined: Optional[Sequence[str]] = None,
+    models: Optional[ModelResolver] = None,
 ) -> Dict[str, Any]:
     """The plan dict of one host (keys documented in docs/plan.md).
 
@@ -49,9 +52,12 @@ def build_plan(
     "driver": {...}}`` as gpu_facts returns them or as declared in inventory (topology parsed);
     measured: the vLLM role's local fact from a previous start (ansible_local.inferops_vllm), if any.
     defined: every vllm_/ollama_/inferops_ name the host defines (names only), for unknown names.
+    models: the run's ModelResolver (the controller's Hugging Face cache and Hub, _model/hub.py); without one the
+    model comes from inferops_model.config / config_file or the catalogue only.
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
     """
     inputs = validate_inputs(variables, defined)
+    source_findings = resolve_model_source(inputs, models)
     if inputs.engine == "vllm" and inputs.device == "cpu":
         plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured, _host_cpu_cores(hardware))
     else:
@@ -62,8 +68,9 @@ def build_plan(
     if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
         refused = vllm_key_finding(variables, list(variables) if defined is None else defined)
         unknown += [refused] if refused else []
-    plan["checks"] = unknown + [dict(f) for f in cluster_findings] + plan["checks"]
-    revision = revision_check(inputs.model)
+    plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
+    plan["model"].update(source_keys(inputs))
+    revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
     if revision:
         plan["checks"].insert(0, revision)
     plan["host"] = host

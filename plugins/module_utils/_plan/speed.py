@@ -57,6 +57,7 @@ class Option:
     replicas: List[List[int]]  # TP groups of the replicas after the first
     budget: Mapping[str, Any]
     figures: Dict[str, Any] = field(default_factory=dict)
+    slow_links: bool = False  # a TP group crosses a SYS hop or a narrow PCIe link (priced in the figures)
 
     @property
     def gpus(self) -> int:
@@ -144,15 +145,21 @@ def layout_options(
             replicas = replica_groups(search.topo, search.available, candidate, dp)
             if replicas is None:
                 continue
-            option = Option(candidate, dp, replicas, found.budget)
+            groups = candidate.groups + replicas
+            slow = candidate.tp > 1 and not all(search.topo.tp_eligible(g) for g in groups)
+            option = Option(candidate, dp, replicas, found.budget, slow_links=slow)
             option.figures = figures_for(predictor, workload, dp, found.budget, values)
             options.append(option)
     return options
 
 
 def rank_options(options: Sequence[Option], objective: str, engine_gpus: int) -> List[Option]:
-    """Every GPU used first, then the objective's figure (higher first), then fewer GPUs per replica."""
-    return sorted(
+    """Every GPU used first, then the objective's figure (higher first), then fewer GPUs per replica.
+
+    A first option whose TP groups cross a SYS hop or a narrow link gives way to the best option without
+    one when that is predicted within ``layout_tie_pct`` of it: the model does not tell such layouts apart,
+    and the better-linked one has less to lose where the link costs are off."""
+    ranked = sorted(
         options,
         key=lambda o: (
             o.gpus != engine_gpus,
@@ -161,6 +168,18 @@ def rank_options(options: Sequence[Option], objective: str, engine_gpus: int) ->
             o.candidate.pp,
         ),
     )
+    if ranked and ranked[0].slow_links:
+        tie = float(CONSTANTS["layout_tie_pct"]["value"]) / 100.0
+        best = objective_value(ranked[0].figures, objective)
+        for index, option in enumerate(ranked[1:], start=1):
+            if option.gpus != ranked[0].gpus and ranked[0].gpus == engine_gpus:
+                break
+            if objective_value(option.figures, objective) < best * (1.0 - tie):
+                break
+            if not option.slow_links:
+                ranked.insert(0, ranked.pop(index))
+                break
+    return ranked
 
 
 _FIGURES = (
@@ -179,6 +198,11 @@ def _why_lost(best: Option, other: Option, objective: str, engine_gpus: int) -> 
     key = "aggregate_decode_tokens_per_s" if objective == "throughput" else "single_stream_decode_tokens_per_s"
     mine, theirs = float(best.figures[key]), float(other.figures[key])
     what = "aggregate decode" if objective == "throughput" else "single-stream decode"
+    if theirs > mine and best.slow_links is False and other.slow_links:
+        return (
+            f"predicted as fast ({theirs:g} vs {mine:g} tokens/s {what}, within the model's tie band) with TP "
+            "over a SYS hop or a narrow PCIe link: the better-linked layout wins"
+        )
     if theirs < mine:
         return f"{100.0 * (1 - theirs / mine):.0f}% slower {what} ({theirs:g} vs {mine:g} tokens/s)"
     return f"as fast ({theirs:g} tokens/s) on more GPUs per replica"

@@ -13,7 +13,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _cc as capability_x10
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    compute_capability_x10 as capability_x10,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
@@ -105,6 +107,7 @@ def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> 
         quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
         include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
         include_vision=not requested.get("language_model_only"),
+        checkpoint=inputs.checkpoint_bytes,
     )
 
 

@@ -7,7 +7,7 @@ Public API (plain dicts in, plain dicts out; no Ansible imports):
 ``ollama_budget(ollama_version, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_architecture()``
-  (the tests also build one from a real GGUF header: tests/.../_engines/ollama/gguf_reader.py) from the collection's
+  (or ``_model/gguf.py shape_from_gguf`` from the GGUF header itself, when the plan reads it) from the collection's
   ``ModelArchitecture`` (module_utils/model_arch.py) for a catalogued base model.
 * ``gpus``: sequence of ``{"index": int, "memory_total_bytes": int}`` (optionally
   ``"compute_capability": "8.6"``), in CUDA_VISIBLE_DEVICES order.
@@ -55,30 +55,15 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
+    FORCED_SINGLE_PARALLEL,
+    first_release_with,
+    release_record,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
 
-#: Last Ollama release whose source this module was checked against.
-VERIFIED_UP_TO = (0, 33, 0)
-MIN_SUPPORTED = (0, 9, 7)
-ERA_RUNNER_LAYOUT = (0, 12, 11)  # commit f560bd077
-ERA_LLAMA_SERVER = (0, 30, 0)  # commit 9db4bdbad
-TIERED_DEFAULT_CONTEXT = (0, 15, 5)  # commit 0334ffa62
-QWEN35_SUPPORT = (0, 17, 1)  # commit da70c3222
-
-#: Architecture (GGUF general.architecture = Ollama model family) -> first version forcing parallel 1.
-FORCED_SINGLE_PARALLEL = {
-    "mllama": (0, 7, 0),
-    "qwen3vl": (0, 12, 7),
-    "qwen3vlmoe": (0, 12, 7),
-    "qwen3next": (0, 15, 5),
-    "lfm2": (0, 15, 5),
-    "lfm2moe": (0, 15, 5),
-    "qwen35": QWEN35_SUPPORT,
-    "qwen35moe": QWEN35_SUPPORT,
-    "nemotron_h": QWEN35_SUPPORT,
-    "nemotron_h_moe": QWEN35_SUPPORT,
-    "nemotron_h_omni": ERA_LLAMA_SERVER,
-}
+#: The per-release facts (eras, default context, first releases) are the release records (releases.json).
+QWEN35_SUPPORT = first_release_with("qwen35")
 #: Architectures whose GGUF Ollama enables flash attention for by default (fs/ggml FlashAttention()).
 FLASH_ATTENTION_DEFAULT_ARCHS = frozenset(
     {
@@ -168,11 +153,7 @@ def parse_version(version: str) -> Tuple[int, int, int]:
 
 
 def era_of(version: Tuple[int, int, int]) -> str:
-    if version >= ERA_LLAMA_SERVER:
-        return "llama_server"
-    if version >= ERA_RUNNER_LAYOUT:
-        return "runner_layout"
-    return "estimate"
+    return str(release_record(version)["era"])
 
 
 def forced_single_parallel(architecture: str, version: Tuple[int, int, int]) -> bool:
@@ -181,7 +162,7 @@ def forced_single_parallel(architecture: str, version: Tuple[int, int, int]) -> 
 
 
 def default_context_length(version: Tuple[int, int, int], total_vram_bytes: int, gpu_overhead_bytes: int) -> int:
-    if version < TIERED_DEFAULT_CONTEXT:
+    if not release_record(version)["tiered_default_context"]:
         return 4096
     usable = total_vram_bytes - gpu_overhead_bytes
     if usable >= 47 * GIB:
@@ -371,7 +352,7 @@ def automatic_batch(
     return batch
 
 
-def _gpu_total(gpu: Mapping[str, Any]) -> int:
+def gpu_total(gpu: Mapping[str, Any]) -> int:
     if gpu.get("memory_total_bytes") is not None:
         return int(gpu["memory_total_bytes"])
     if gpu.get("memory_total_mib") is not None:
@@ -406,7 +387,7 @@ def _split(
 ) -> List[Dict[str, Any]]:
     """Layer split in proportion to GPU memory (llama.cpp default tensor split), output on the last GPU."""
     blocks = len(layers)
-    totals = [_gpu_total(g) for g in gpus]
+    totals = [gpu_total(g) for g in gpus]
     on_gpu = list(_repeating_on_gpu(blocks, offloaded))
     per_gpu, start, cumulative = [], 0, 0
     for n, gpu in enumerate(gpus):
@@ -439,7 +420,7 @@ def _split(
     return per_gpu
 
 
-def _check(checks: List[Dict[str, str]], check_id: str, severity: str, message: str) -> None:
+def add_check(checks: List[Dict[str, str]], check_id: str, severity: str, message: str) -> None:
     checks.append({"id": check_id, "severity": severity, "message": message})
 
 
@@ -485,7 +466,7 @@ def ollama_budget(
     sched_spread = bool(settings.get("sched_spread"))
     num_gpu = settings.get("num_gpu")
     num_batch = settings.get("num_batch")
-    totals = [_gpu_total(g) for g in gpu_list]
+    totals = [gpu_total(g) for g in gpu_list]
     reserve = CUDA_MINIMUM_BYTES + int(gpu_overhead_bytes)
 
     total_context = context_length * num_parallel
@@ -535,7 +516,7 @@ def ollama_budget(
 
     for gpu in per_gpu:
         if gpu["used_bytes"] > gpu["total_bytes"]:
-            _check(
+            add_check(
                 checks,
                 "ollama-vram-exceeded",
                 "error",
@@ -544,7 +525,7 @@ def ollama_budget(
                 "smaller quantization",
             )
     if offloaded < blocks + 1:
-        _check(
+        add_check(
             checks,
             "ollama-partial-offload",
             "warning",
@@ -612,7 +593,7 @@ def coresidency_checks(
         vllm = int(vllm_reserved_bytes[index])
         needed = int(gpu["used_bytes"])
         if vllm + needed > total:
-            _check(
+            add_check(
                 checks,
                 "ollama-coresidency",
                 "warning",

@@ -4,15 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool, as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
-    _arch_dict,
-    _as_bool,
-    _finding,
-)
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
+
+Finding = Dict[str, Any]
 
 OLLAMA_KV_TYPES = ("f16", "q8_0", "q4_0")
 
@@ -27,12 +25,12 @@ def check_ollama(
     driver: Optional[Mapping[str, Any]] = None,
 ) -> List[Finding]:
     """Findings for an Ollama host (context_length, kv_cache_type, flash_attention, num_parallel)."""
-    arch = _arch_dict(model)
+    arch = as_dict(model)
     s = dict(settings)
     findings: List[Finding] = []
     if model_format.lower() != "gguf":
         findings.append(
-            _finding(
+            finding_entry(
                 "engine-format",
                 "error",
                 "Ollama loads GGUF files: set inferops_model.file to a .gguf file of this model",
@@ -43,7 +41,7 @@ def check_ollama(
     kv = str(s.get("kv_cache_type") or "f16")
     if kv not in OLLAMA_KV_TYPES:
         findings.append(
-            _finding(
+            finding_entry(
                 "kv-cache-dtype",
                 "error",
                 f"ollama_kv_cache_type '{kv}' is not one of f16, q8_0, q4_0",
@@ -51,9 +49,9 @@ def check_ollama(
                 "q8_0",
             )
         )
-    elif kv != "f16" and _as_bool(s.get("flash_attention")) is False:
+    elif kv != "f16" and as_bool(s.get("flash_attention")) is False:
         findings.append(
-            _finding(
+            finding_entry(
                 "kv-cache-dtype",
                 "warning",
                 f"ollama_kv_cache_type {kv} needs flash attention; Ollama falls back to f16",
@@ -65,7 +63,7 @@ def check_ollama(
     derived = int(arch.get("derived_max_model_len") or arch.get("max_position_embeddings") or 0)
     if context and derived and context > derived:
         findings.append(
-            _finding(
+            finding_entry(
                 "context-length",
                 "error",
                 f"ollama_context_length {context} is beyond the model's {derived} positions",
@@ -76,7 +74,7 @@ def check_ollama(
     budget = dict(budget or {})
     if budget.get("fits") is False:
         findings.append(
-            _finding(
+            finding_entry(
                 "memory-fit",
                 "warning",
                 "the model does not fit in VRAM at this context and parallelism: Ollama offloads layers to the CPU",

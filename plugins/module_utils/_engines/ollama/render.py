@@ -25,8 +25,8 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import release_record
 
-ZSTD_SINCE = (0, 14, 0)  # ollama commit 34d0c55ea "Linux: switch to zstd compression"
 ARCH_ALIASES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 ParameterValue = Union[str, List[str]]
@@ -47,7 +47,7 @@ def archive_name(version: str, arch: str) -> str:
     go_arch = ARCH_ALIASES.get(str(arch))
     if go_arch is None:
         raise OllamaRenderError(f"ollama_arch {arch!r}: Ollama publishes Linux archives for amd64 and arm64 only")
-    suffix = "tar.zst" if _version(version) >= ZSTD_SINCE else "tgz"
+    suffix = release_record(_version(version))["archive"]
     return f"ollama-linux-{go_arch}.{suffix}"
 
 

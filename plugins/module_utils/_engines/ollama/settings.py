@@ -18,18 +18,22 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.settings import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
     FLASH_ATTENTION_DEFAULT_ARCHS,
     KV_BYTES_PER_ELEMENT,
-    MIN_SUPPORTED,
     QWEN35_SUPPORT,
-    VERIFIED_UP_TO,
     OllamaBudgetError,
-    _check,
-    _gpu_total,
+    add_check,
     default_context_length,
     era_of,
     flash_attention_supported,
     forced_single_parallel,
+    gpu_total,
     parse_version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
+    MIN_SUPPORTED,
+    VERIFIED_UP_TO,
+)
+
+_VERIFIED = f"{VERIFIED_UP_TO[0]}.{VERIFIED_UP_TO[1]}"
 
 # Ollama settings (the ollama_* variables). Its environment is rendered by ollama_render.
 OLLAMA_SETTINGS: Tuple[Setting, ...] = (
@@ -88,22 +92,22 @@ def resolve_ollama_settings(
     sources: Dict[str, str] = {}
 
     if version[:2] > VERIFIED_UP_TO[:2]:
-        _check(
+        add_check(
             checks,
             "ollama-version-unverified",
             "info",
-            f"Ollama {ollama_version} is newer than the source this budget was traced to (0.33); "
-            "the rules of the llama-server era (0.30-0.33) are applied",
+            f"Ollama {ollama_version} is newer than the source this budget was traced to ({_VERIFIED}); "
+            f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
         )
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
-        _check(
+        add_check(
             checks,
             "ollama-arch-unsupported",
             "error",
             f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
         )
 
-    totals = [_gpu_total(g) for g in gpu_list]
+    totals = [gpu_total(g) for g in gpu_list]
     trained = int(shape.get("context_length") or 0)
 
     if context_length is None:
@@ -116,7 +120,7 @@ def resolve_ollama_settings(
     if context_length <= 0:
         raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
     if trained and context_length > trained:
-        _check(
+        add_check(
             checks,
             "ollama-context-clamped",
             "warning",
@@ -131,7 +135,7 @@ def resolve_ollama_settings(
     if num_parallel < 1:
         raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
     if num_parallel > 1 and forced_single_parallel(arch, version):
-        _check(
+        add_check(
             checks,
             "ollama-parallel-forced",
             "warning",
@@ -157,7 +161,7 @@ def resolve_ollama_settings(
     else:
         flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
         if flash_attention and not fa_supported:
-            _check(
+            add_check(
                 checks,
                 "ollama-flash-attention-gpu",
                 "warning",
@@ -167,7 +171,7 @@ def resolve_ollama_settings(
 
     if kv_cache_type != "f16" and not flash_attention:
         if era == "llama_server":
-            _check(
+            add_check(
                 checks,
                 "ollama-kv-quantized-without-fa",
                 "error",
@@ -175,7 +179,7 @@ def resolve_ollama_settings(
                 "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
             )
         else:
-            _check(
+            add_check(
                 checks,
                 "ollama-kv-quantized-without-fa",
                 "warning",

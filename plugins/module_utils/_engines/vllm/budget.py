@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
@@ -178,7 +178,7 @@ def derived_max_model_len(arch: ModelArchitecture, version: VllmVersion) -> int:
     except su/longrope/llama3 and Gemma 3. Before 0.30 yarn multiplies original_max_position_embeddings;
     from 0.30 yarn leaves max_position_embeddings as it is (taken as already scaled).
     """
-    if arch.rope_type == "yarn" and version.at_least(0, 30, 0):
+    if arch.rope_type == "yarn" and version.yarn_max_len_unscaled:
         return arch.max_position_embeddings
     return arch.derived_max_model_len
 
@@ -490,8 +490,9 @@ def _sampler(
     "v2" (V2 model runner), "flashinfer" or "native" (V1 runner), from v1/sample/ops/topk_topp_sampler.py:
     * up to 0.11.0: FlashInfer whenever ``import flashinfer`` works (``VLLM_USE_FLASHINFER_SAMPLER`` unset
       means on). flashinfer is in vLLM's container image but only an extra of the 0.10-0.11.0 wheels
-      (PR #21959), so the plan cannot tell (``flashinfer_installed`` None): FlashInfer, what the published
-      runs of this era used, with the native sampler as the uncertain alternative;
+      (PR #21959), so the plan cannot tell (``flashinfer_installed`` None): the PyTorch-native warm-up (the
+      larger, so the conservative headline: issue #27, a 0.11.0 container start of Qwen3-32B logged the native
+      peak), with FlashInfer's as the uncertain alternative (the other end of the KV range);
     * 0.11.1 to 0.20: PyTorch-native; FlashInfer is opt-in (PR #26859);
     * from 0.21: FlashInfer by default on GPUs it supports (compute capability 8.0 - 12.1; unknown counts as
       supported; PR #40376).
@@ -499,17 +500,17 @@ def _sampler(
     quantized = arch.quantization is not None
     if uses_model_runner_v2(version, arch.architecture, arch.is_moe, arch.is_hybrid, quantized):
         return "v2", None
-    if version.at_least(0, 21, 0):
+    if version.sampler == "flashinfer_on_supported_gpus":
         if compute_capability is None:
             return "flashinfer", None
         major, _dot, minor = str(compute_capability).partition(".")
         if (8, 0) <= (int(major), int(minor or 0)) <= (12, 1):
             return "flashinfer", None
         return "native", None
-    if version.at_least(0, 11, 1):
+    if version.sampler == "native":
         return "native", None
     if flashinfer_installed is None:
-        return "flashinfer", "native"
+        return "native", "flashinfer"
     return ("flashinfer" if flashinfer_installed else "native"), None
 
 
@@ -599,6 +600,13 @@ def overhead_estimate(
     if alternative is not None:
         alternative_sampler = int(rows * arch.vocab_size * _SAMPLER_BYTES_PER_LOGIT[alternative])
         alternative_charged = charged - peak + max(forward, alternative_sampler) + multimodal
+        if alternative_charged > charged:
+            # Conservative headline (issue #27): an uncertain term charges its larger end; the other end
+            # stays in the KV range.
+            kind, alternative = alternative, kind
+            sampler, alternative_sampler = alternative_sampler, sampler
+            peak = max(forward, sampler) + multimodal
+            charged, alternative_charged = alternative_charged, charged
     return {
         "non_torch_bytes": non_torch,
         "forward_peak_bytes": forward,
@@ -773,15 +781,28 @@ def vllm_memory_budget(
             f"the first release that implements it is {'.'.join(map(str, first))} (vllm_version)"
         )
         findings.append(_finding("error", "vllm_architecture_unsupported", message))
-    findings.extend(
-        _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start)
+    memory = _memory_findings(
+        version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start
     )
     kv_range = [kv_bytes, kv_bytes]
     alternative = model_overhead["charged_bytes_alternative"]
+    uncertain = None
     if alternative is not None and measured_overhead_bytes is None and pinned is None:
+        # The headline charges the uncertain term's larger end (conservative); the other end is the range's
+        # top. Where only that end starts, the start depends on the term: a warning, not an error.
         alternative_kv = kv_bytes - (alternative - overhead)
         kv_range = sorted([kv_bytes, alternative_kv])
-        findings.append(_sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv))
+        blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
+        other = _memory_findings(
+            version, arch, values, layout, alternative_kv, blocks, requested, gpu_total_bytes, after_start
+        )
+        fails = _has_error(memory) and not _has_error(other)
+        if fails:
+            memory = other
+        uncertain = _sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv, fails)
+    findings.extend(memory)
+    if uncertain is not None:
+        findings.append(uncertain)
     if model_overhead["vision_profile"] and measured_overhead_bytes is None and pinned is None:
         findings.append(_vision_finding(model_overhead))
     findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
@@ -828,26 +849,31 @@ def _finding(severity: str, ident: str, message: str) -> Dict[str, str]:
     return {"id": ident, "severity": severity, "message": message}
 
 
-def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternative_kv) -> Dict[str, str]:
-    """The sampler warm-up of releases up to 0.11.0 depends on whether flashinfer is installed."""
+def _has_error(findings: Sequence[Mapping[str, str]]) -> bool:
+    return any(f["severity"] == "error" for f in findings)
+
+
+def _sampler_finding(version, arch, values, layout, overhead, kv_bytes, alternative_kv, fails) -> Dict[str, str]:
+    """The sampler warm-up of releases up to 0.11.0 depends on whether flashinfer is installed; ``fails``:
+    the headline (larger warm-up) leaves too little KV cache to start, the other end does not."""
     rows = min(int(values["max_num_seqs"]), int(values["max_num_batched_tokens"]))
-    blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
-    fails = alternative_kv <= 0 or blocks - 1 < layout["blocks_per_request"]
+    names = {"native": "the PyTorch-native warm-up", "flashinfer": "FlashInfer's warm-up"}
     message = (
         f"uncertain overhead term: vLLM {version.text} warms up FlashInfer's top-k/top-p sampler only when the "
-        "flashinfer package is installed (vLLM's container image has it; the PyPI wheel only as the "
-        "vllm[flashinfer] extra), which the plan assumes: "
-        f"{overhead['sampler_peak_bytes'] / GIB:.2f} GiB over {rows} x {arch.vocab_size} logits. Without it the "
-        f"PyTorch-native warm-up takes {overhead['sampler_alternative_peak_bytes'] / GIB:.2f} GiB and the KV "
-        f"cache is {alternative_kv / GIB:.2f} GiB instead of {kv_bytes / GIB:.2f} GiB per GPU"
+        "flashinfer package is installed and imports (the PyPI wheel has it only as the vllm[flashinfer] "
+        "extra), which the plan cannot see; it budgets the larger warm-up, "
+        f"{names[overhead['sampler']]}: {overhead['sampler_peak_bytes'] / GIB:.2f} GiB over {rows} x "
+        f"{arch.vocab_size} logits, so that the KV cache is not promised larger than the engine gives. With "
+        f"{names[overhead['sampler_alternative']]} ({overhead['sampler_alternative_peak_bytes'] / GIB:.2f} GiB) "
+        f"the KV cache is {alternative_kv / GIB:.2f} GiB instead of {kv_bytes / GIB:.2f} GiB per GPU"
     )
     if fails:
-        per_row = overhead["sampler_alternative_peak_bytes"] / max(1, rows)
+        per_row = overhead["sampler_peak_bytes"] / max(1, rows)
         spare = overhead["sampler_peak_bytes"] + kv_bytes - layout["blocks_per_request"] * layout["bytes_per_block"]
         seqs = max(1, int(max(spare, 0) // per_row))
         message += (
-            ", too small to start: install flashinfer in the vLLM environment or lower max_num_seqs "
-            f"(about {min(seqs, rows)} fits)"
+            f"; {names[overhead['sampler']]} leaves too little to start: install flashinfer in the vLLM "
+            f"environment (vllm[flashinfer]) or lower max_num_seqs (about {min(seqs, rows)} fits)"
         )
     return _finding("warning" if fails else "info", "vllm_overhead_uncertain", message + ".")
 
@@ -949,7 +975,7 @@ def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, reques
             f"max_num_batched_tokens ({values['max_num_batched_tokens']})."
         )
         found.append(_finding("error", "vllm_align_block_size", message))
-    graphs = version.at_least(0, 20, 0) and not values.get("enforce_eager")
+    graphs = version.mamba_blocks_cudagraph_error and not values.get("enforce_eager")
     if arch.is_hybrid and graphs and 0 < num_blocks < int(values["max_num_seqs"]):
         message = (
             f"max_num_seqs ({values['max_num_seqs']}) exceeds available Mamba cache blocks ({num_blocks}). Each "

@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     KERNEL_BLOCK_ALIGNMENT,
     MLA_BLOCK_SIZE,
@@ -25,17 +27,15 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     parse_human_int,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
-    _arch_dict,
-    _fmt,
     model_family,
     predicted_backend,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.hybrid import (
-    _prefix_caching,
     mamba_cache_mode,
+    prefix_caching_on,
     suggested_batched_tokens,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import _first_available
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import first_available
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     FAMILIES,
     REASONING_PARSERS,
@@ -176,11 +176,11 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
     auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
-    if auto_kv and version.at_least(0, 14, 0):
+    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
         kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
     else:
         kv_dtype = str(put("kv_cache_dtype", "auto"))
-    if kv_dtype == "auto" and auto_kv and version.at_least(0, 14, 0):
+    if kv_dtype == "auto" and auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
         # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
         resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
         kv_dtype = auto_kv
@@ -254,7 +254,7 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
     off: settings the inventory switched off (``vllm_<name>: none``): no value, whatever the family.
     """
     vv, ver = ctx.version, ctx.version.number
-    arch = _arch_dict(ctx.checkpoint)
+    arch = as_dict(ctx.checkpoint)
     hybrid = bool(arch.get("is_hybrid"))
     cc = ctx.min_capability
     out: Dict[str, Entry] = {}
@@ -269,7 +269,7 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
     for name in off:
         choose(name, None, f"switched off in the inventory (vllm_{name}: {SWITCH_OFF})", "inventory")
     if not given("tool_call_parser") and "tool_call_parser" not in off:
-        parser = _first_available(TOOL_PARSERS, family.tool, ver) if family else None
+        parser = first_available(TOOL_PARSERS, family.tool, ver) if family else None
         if parser:
             choose("tool_call_parser", parser, f"{family.name} family: {family.note}")
         else:
@@ -283,7 +283,7 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
             "chosen" if on else "default",
         )
     if not given("reasoning_parser") and "reasoning_parser" not in off:
-        parser = _first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
+        parser = first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
         if parser:
             choose("reasoning_parser", parser, f"{family.name} family emits <think> blocks split by '{parser}'")
         else:
@@ -306,9 +306,9 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
             "default",
         )
     if not given("enable_prefix_caching"):
-        on = _prefix_caching(vv, {}, hybrid)
+        on = prefix_caching_on(vv, {}, hybrid)
         reason = (
-            f"vLLM {_fmt(ver)} default for a hybrid model ({'on' if on else 'off'}; on from 0.26.0)"
+            f"vLLM {version_text(ver)} default for a hybrid model ({'on' if on else 'off'}; on from 0.26.0)"
             if hybrid
             else "vLLM default (on)"
         )
@@ -330,7 +330,9 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
             "default",
         )
     if not given("gpu_memory_utilization"):
-        choose("gpu_memory_utilization", vv.default_gpu_memory_utilization, f"vLLM {_fmt(ver)} default", "default")
+        choose(
+            "gpu_memory_utilization", vv.default_gpu_memory_utilization, f"vLLM {version_text(ver)} default", "default"
+        )
     return out
 
 
@@ -409,7 +411,7 @@ def refine_with_budget(
             and vv.align_block_size_assert
         ):
             value = suggested_batched_tokens(int(block))
-            reason = f"at least the hybrid block size {block} (vLLM {_fmt(ver)} asserts it in align mode)"
+            reason = f"at least the hybrid block size {block} (vLLM {version_text(ver)} asserts it in align mode)"
             source = "chosen"
         if value != values["max_num_batched_tokens"]:
             return {"max_num_batched_tokens": _entry(value, source, reason)}

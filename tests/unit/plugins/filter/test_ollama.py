@@ -18,7 +18,13 @@ def test_filters_are_registered():
         "ollama_environment",
         "ollama_modelfile",
         "ollama_model_drift",
+        "ollama_release_sha256",
     }
+
+
+def test_release_sha256_comes_from_the_release_record():
+    assert set(FILTERS["ollama_release_sha256"]("0.32.9")) == {"amd64", "arm64"}
+    assert FILTERS["ollama_release_sha256"]("0.32.8") == {}
 
 
 def test_modelfile_from_read_only_mappings():

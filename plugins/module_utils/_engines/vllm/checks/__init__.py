@@ -10,25 +10,28 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _arch_dict, _cc
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.context import _check_context
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.cudagraph import _check_cudagraph
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    compute_capability_x10,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.context import check_context
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.cudagraph import check_cudagraph
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.hybrid import (
-    _check_mamba_block,
-    _check_prefix_caching,
+    check_mamba_block,
+    check_prefix_caching,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv import _check_kv_and_backend
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv_scales import _check_kv_scales
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv import check_kv_and_backend
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.kv_scales import check_kv_scales
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import (
-    _check_max_num_seqs,
-    _check_memory,
+    check_max_num_seqs,
+    check_memory,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parallel import _check_parallel
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import _check_parsers
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parallel import check_parallel
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import check_parsers
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.quantization import (
-    _check_engine_format,
-    _check_quantization,
+    check_engine_format,
+    check_quantization,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
@@ -66,25 +69,25 @@ def check_vllm(
     """
     vv = vllm_version(version)
     ver = vv.number
-    arch = _arch_dict(model)
+    arch = as_dict(model)
     s = dict(settings)
     budget = dict(budget or {})
     env = dict(env or {})
-    ccs = [c for c in (_cc(g) for g in gpus) if c is not None]
+    ccs = [c for c in (compute_capability_x10(g) for g in gpus) if c is not None]
     min_cc = min(ccs) if ccs else None
     hybrid = bool(arch.get("is_hybrid"))
     findings: List[Finding] = []
-    findings += _check_engine_format(vv, arch, model_format)
-    findings += _check_quantization(ver, arch, s, min_cc)
-    findings += _check_parsers(ver, arch, s, repo)
-    findings += _check_context(ver, arch, s, env)
-    findings += _check_kv_and_backend(vv, arch, s, min_cc)
-    findings += _check_parallel(arch, s, layout or {})
-    findings += _check_prefix_caching(vv, arch, s, hybrid)
-    findings += _check_mamba_block(vv, s, budget, hybrid)
-    findings += _check_memory(s, budget, layout or {})
-    findings += _check_max_num_seqs(vv, arch, s, budget, hybrid)
-    findings += _check_cudagraph(s)
-    findings += _check_kv_scales(ver, arch, s, hybrid)
+    findings += check_engine_format(vv, arch, model_format)
+    findings += check_quantization(ver, arch, s, min_cc)
+    findings += check_parsers(ver, arch, s, repo)
+    findings += check_context(ver, arch, s, env)
+    findings += check_kv_and_backend(vv, arch, s, min_cc)
+    findings += check_parallel(arch, s, layout or {})
+    findings += check_prefix_caching(vv, arch, s, hybrid)
+    findings += check_mamba_block(vv, s, budget, hybrid)
+    findings += check_memory(s, budget, layout or {})
+    findings += check_max_num_seqs(vv, arch, s, budget, hybrid)
+    findings += check_cudagraph(s)
+    findings += check_kv_scales(vv, arch, s, hybrid)
     findings += check_driver(driver, gpus, vv.text)
     return findings

@@ -5,29 +5,36 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    _PRIORITY_OTHER,
-    _PRIORITY_SM100,
     BACKENDS,
     CHECKED_RELEASES,
-    Finding,
+    PRIORITY_OTHER,
+    PRIORITY_SM100,
     Version,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 
-def _fmt(version: Version) -> str:
-    return ".".join(str(p) for p in version)
+def _in_range(span: Mapping[str, str], version: Version) -> bool:
+    first, last = span.get("first"), span.get("last")
+    return (first is None or version >= parse_vllm_version(first)) and (
+        last is None or version <= parse_vllm_version(last)
+    )
 
 
-def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[bool]:
-    """True/False where the checked releases around `version` agree, None where unverified."""
-    marks = table.get(name)
-    if marks is None:
+def presence(table: Mapping[str, Mapping[str, str]], name: str, version: Version) -> Optional[bool]:
+    """True/False where the read releases around `version` agree, None where unverified.
+
+    `table`: parser name -> its range of releases (TOOL_PARSERS, REASONING_PARSERS). A release before the
+    oldest read one counts as having a name that one has, and unverified otherwise.
+    """
+    span = table.get(name)
+    if span is None:
         return False
-    observed = list(zip(CHECKED_RELEASES, (m == "Y" for m in marks)))
+    observed = [(release, _in_range(span, release)) for release in CHECKED_RELEASES]
     for (low, low_present), (high, high_present) in zip(observed, observed[1:]):
         if version == low:
             return low_present
@@ -38,11 +45,8 @@ def presence(table: Mapping[str, str], name: str, version: Version) -> Optional[
     return observed[-1][1]
 
 
-def _finding(check_id: str, severity: str, message: str, variable: str, suggested: Any) -> Finding:
-    return finding_entry(check_id, severity, message, variable, suggested)
-
-
-def _cc(gpu: Mapping[str, Any]) -> Optional[int]:
+def compute_capability_x10(gpu: Mapping[str, Any]) -> Optional[int]:
+    """A GPU's compute capability times ten (\"8.6\" -> 86), None when unknown."""
     value = gpu.get("compute_capability")
     if value in (None, ""):
         return None
@@ -50,13 +54,9 @@ def _cc(gpu: Mapping[str, Any]) -> Optional[int]:
     return int(major) * 10 + int(minor or 0)
 
 
-def _arch_dict(model: Any) -> Dict[str, Any]:
-    return model.to_dict() if hasattr(model, "to_dict") else dict(model)
-
-
 def model_family(model: Any, repo: str = "") -> Optional[str]:
     """Tool-call/reasoning family from the architecture class, model_type and repo name."""
-    data = _arch_dict(model)
+    data = as_dict(model)
     arch = str(data.get("architecture") or "")
     model_type = str(data.get("model_type") or "")
     repo_lower = repo.lower()
@@ -87,17 +87,9 @@ def model_family(model: Any, repo: str = "") -> Optional[str]:
     return None
 
 
-def _as_bool(value: Any) -> Optional[bool]:
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
 def predicted_backend(version: Version, cc: int, kv_dtype: str, sinks: bool) -> Optional[str]:
     """The backend vLLM auto-selects for this GPU and KV dtype (None: nothing valid)."""
-    order = _PRIORITY_SM100 if cc // 10 == 10 else _PRIORITY_OTHER
+    order = PRIORITY_SM100 if cc // 10 == 10 else PRIORITY_OTHER
     for name in order:
         backend = BACKENDS[name]
         if backend.since and version < backend.since:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding, Version
 
 
@@ -36,9 +37,7 @@ def _without_rope(overrides: Any) -> Any:
     return result
 
 
-def _check_context(
-    ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], env: Mapping[str, Any]
-) -> List[Finding]:
+def check_context(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], env: Mapping[str, Any]) -> List[Finding]:
     findings = []
     # "auto" / -1: vLLM fits the length to the memory, which memory-fit covers.
     max_len = s.get("max_model_len")
@@ -51,7 +50,7 @@ def _check_context(
         derived = int(original * float(yarn.get("factor") or 1.0))
         if max_len > 0 and native and max_len <= int(arch.get("max_position_embeddings") or native):
             findings.append(
-                _finding(
+                finding_entry(
                     "rope-scaling",
                     "error",
                     f"YaRN rope scaling in vllm_hf_overrides while max_model_len {max_len} fits the model's native "
@@ -63,7 +62,7 @@ def _check_context(
             )
     elif arch.get("rope_type") == "yarn" and max_len > 0 and native and max_len <= native:
         findings.append(
-            _finding(
+            finding_entry(
                 "rope-scaling",
                 "warning",
                 f"the checkpoint ships static YaRN (factor {arch.get('rope_factor')}) but max_model_len {max_len} "
@@ -72,10 +71,10 @@ def _check_context(
                 {"rope_scaling": None},
             )
         )
-    allow_long = _as_bool(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
+    allow_long = as_bool(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     if max_len > 0 and derived and max_len > derived and not allow_long:
         findings.append(
-            _finding(
+            finding_entry(
                 "context-length",
                 "error",
                 f"max_model_len {max_len} is greater than the derived maximum {derived} "
@@ -86,9 +85,9 @@ def _check_context(
             )
         )
     batched = s.get("max_num_batched_tokens")
-    if batched and max_len > 0 and _as_bool(s.get("enable_chunked_prefill")) is False and int(batched) < max_len:
+    if batched and max_len > 0 and as_bool(s.get("enable_chunked_prefill")) is False and int(batched) < max_len:
         findings.append(
-            _finding(
+            finding_entry(
                 "context-length",
                 "error",
                 f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {max_len}: vLLM refuses "

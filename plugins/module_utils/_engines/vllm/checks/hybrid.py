@@ -6,18 +6,17 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding, _fmt
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST,
-    Finding,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
 
 
-def _prefix_caching(vv: VllmVersion, s: Mapping[str, Any], hybrid: bool) -> bool:
-    explicit = _as_bool(s.get("enable_prefix_caching"))
+def prefix_caching_on(vv: VllmVersion, s: Mapping[str, Any], hybrid: bool) -> bool:
+    explicit = as_bool(s.get("enable_prefix_caching"))
     if explicit is not None:
         return explicit
     return not hybrid or vv.hybrid_prefix_caching_default
@@ -27,24 +26,22 @@ def mamba_cache_mode(vv: VllmVersion, s: Mapping[str, Any], hybrid: bool) -> str
     """The mode vLLM resolves: 'align' when prefix caching is on for a hybrid model, else 'none'."""
     if not hybrid:
         return "none"
-    if not _prefix_caching(vv, s, hybrid):
+    if not prefix_caching_on(vv, s, hybrid):
         return "none"
     mode = s.get("mamba_cache_mode")
     return str(mode) if mode in ("align", "all") else "align"
 
 
-def _check_prefix_caching(
-    vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], hybrid: bool
-) -> List[Finding]:
+def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], hybrid: bool) -> List[Finding]:
     if not hybrid:
         return []
     ver = vv.number
     findings = []
-    on = _prefix_caching(vv, s, hybrid)
+    on = prefix_caching_on(vv, s, hybrid)
     mode = s.get("mamba_cache_mode")
-    if on and _as_bool(s.get("enable_chunked_prefill")) is False:
+    if on and as_bool(s.get("enable_chunked_prefill")) is False:
         findings.append(
-            _finding(
+            finding_entry(
                 "prefix-caching-hybrid",
                 "error",
                 "prefix caching on a hybrid (Mamba/GDN) model needs chunked prefill: vLLM refuses to start",
@@ -54,17 +51,17 @@ def _check_prefix_caching(
         )
     if mode == "all" and "all" not in vv.mamba_cache_modes:
         findings.append(
-            _finding(
+            finding_entry(
                 "prefix-caching-hybrid",
                 "error",
-                f"mamba_cache_mode 'all' was removed (vLLM {_fmt(ver)} accepts align or none)",
+                f"mamba_cache_mode 'all' was removed (vLLM {version_text(ver)} accepts align or none)",
                 "vllm_mamba_cache_mode",
                 "align",
             )
         )
     elif mode == "all" and arch.get("linear_num_value_heads"):
         findings.append(
-            _finding(
+            finding_entry(
                 "prefix-caching-hybrid",
                 "error",
                 "mamba_cache_mode 'all' is for Mamba2 models; Gated-DeltaNet models use 'align'",
@@ -74,7 +71,7 @@ def _check_prefix_caching(
         )
     if s.get("mamba_block_size") and not on:
         findings.append(
-            _finding(
+            finding_entry(
                 "prefix-caching-hybrid",
                 "error",
                 "vllm_mamba_block_size is set but prefix caching is off ('--mamba-block-size can only be set with "
@@ -83,12 +80,12 @@ def _check_prefix_caching(
                 None,
             )
         )
-    if on and ver <= HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST:
+    if on and vv.hybrid_prefix_caching_experimental_log:
         findings.append(
-            _finding(
+            finding_entry(
                 "prefix-caching-hybrid",
                 "info",
-                f"vLLM {_fmt(ver)} marks prefix caching for Mamba/GDN layers (align mode) as experimental",
+                f"vLLM {version_text(ver)} marks prefix caching for Mamba/GDN layers (align mode) as experimental",
                 "vllm_enable_prefix_caching",
                 None,
             )
@@ -96,7 +93,7 @@ def _check_prefix_caching(
     return findings
 
 
-def _check_mamba_block(vv: VllmVersion, s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool) -> List[Finding]:
+def check_mamba_block(vv: VllmVersion, s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool) -> List[Finding]:
     if not hybrid or mamba_cache_mode(vv, s, hybrid) != "align" or not vv.align_block_size_assert:
         return []
     ver = vv.number
@@ -105,10 +102,10 @@ def _check_mamba_block(vv: VllmVersion, s: Mapping[str, Any], budget: Mapping[st
     if not block or not batched or int(batched) >= int(block):
         return []
     return [
-        _finding(
+        finding_entry(
             "mamba-block-size",
             "error",
-            f"vLLM {_fmt(ver)} asserts in Mamba cache align mode (prefix caching on a hybrid model) that "
+            f"vLLM {version_text(ver)} asserts in Mamba cache align mode (prefix caching on a hybrid model) that "
             f"block_size ({block}) <= max_num_batched_tokens ({batched}); the service crashes at startup",
             "vllm_max_num_batched_tokens",
             suggested_batched_tokens(int(block)),

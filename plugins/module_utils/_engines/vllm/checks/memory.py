@@ -7,11 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    MAMBA_BLOCKS_CUDAGRAPH_ERROR,
-    Finding,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -63,11 +61,11 @@ def _utilization_for(budget: Mapping[str, Any], extra_bytes: int = 0) -> Optiona
     return math.ceil((int(requested) + extra_bytes) / int(total) * 100) / 100.0
 
 
-def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
+def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
     findings = []
     if layout and layout.get("fits") is False:
         findings.append(
-            _finding(
+            finding_entry(
                 "memory-fit",
                 "error",
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
@@ -101,14 +99,13 @@ def _check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappi
         elif ident == "vllm_gdn_prefill_unprofiled":
             variable = "vllm_max_num_batched_tokens"
         check = BUDGET_FACT_FINDINGS.get(ident, "memory-fit")
-        findings.append(_finding(check, item.get("severity", "error"), item["message"], variable, suggested))
+        findings.append(finding_entry(check, item.get("severity", "error"), item["message"], variable, suggested))
     return findings
 
 
-def _check_max_num_seqs(
+def check_max_num_seqs(
     vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
 ) -> List[Finding]:
-    ver = vv.number
     findings = []
     seqs = s.get("max_num_seqs")
     batched = s.get("max_num_batched_tokens")
@@ -117,7 +114,7 @@ def _check_max_num_seqs(
     seqs = int(seqs)
     if batched and int(batched) < seqs:
         findings.append(
-            _finding(
+            finding_entry(
                 "max-num-seqs",
                 "error",
                 f"max_num_batched_tokens ({batched}) must be >= max_num_seqs ({seqs}): vLLM refuses to start",
@@ -126,10 +123,10 @@ def _check_max_num_seqs(
             )
         )
     blocks = budget.get("num_blocks")
-    eager = _as_bool(s.get("enforce_eager"))
-    if hybrid and blocks is not None and not eager and ver >= MAMBA_BLOCKS_CUDAGRAPH_ERROR and seqs > int(blocks):
+    eager = as_bool(s.get("enforce_eager"))
+    if hybrid and blocks is not None and not eager and vv.mamba_blocks_cudagraph_error and seqs > int(blocks):
         findings.append(
-            _finding(
+            finding_entry(
                 "max-num-seqs",
                 "error",
                 f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed",
@@ -147,7 +144,7 @@ def _check_max_num_seqs(
         if budget.get("max_concurrency") is not None:
             fitting = max(1, min(fitting, math.floor(float(budget["max_concurrency"]))))
         findings.append(
-            _finding(
+            finding_entry(
                 "max-num-seqs",
                 "warning",
                 f"{seqs} running sequences pin {seqs * int(state_blocks)} of the {blocks} KV cache blocks for "
@@ -161,7 +158,7 @@ def _check_max_num_seqs(
     concurrency = budget.get("max_concurrency")
     if concurrency is not None and seqs > max(1, math.floor(float(concurrency))):
         findings.append(
-            _finding(
+            finding_entry(
                 "max-num-seqs",
                 "info",
                 f"the KV cache holds {float(concurrency):.2f} sequences of max_model_len at once; with max_num_seqs "

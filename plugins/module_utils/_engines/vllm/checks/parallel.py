@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _as_bool, _finding
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     ParallelDims,
@@ -16,19 +17,19 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
 )
 
 
-def _check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
+def check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
     findings = []
     dims = ParallelDims.from_model(arch)
     tp = int(s.get("tensor_parallel_size") or layout.get("tensor_parallel_size") or 1)
     pp = int(s.get("pipeline_parallel_size") or layout.get("pipeline_parallel_size") or 1)
-    ep = _as_bool(s.get("enable_expert_parallel"))
+    ep = as_bool(s.get("enable_expert_parallel"))
     if ep is None:
         ep = bool(layout.get("expert_parallel"))
     seen = set()
     for problem in layout.get("problems", []):
         seen.add(problem["message"])
         findings.append(
-            _finding(
+            finding_entry(
                 "tensor-parallel-divisibility",
                 problem.get("severity", "error"),
                 problem["message"],
@@ -45,14 +46,16 @@ def _check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mappi
             variable, suggested = "vllm_enable_expert_parallel", True
         else:
             variable, suggested = "vllm_tensor_parallel_size", max([t for t in valid_tps if t <= tp] or [1])
-        findings.append(_finding("tensor-parallel-divisibility", "error", text, variable, suggested))
+        findings.append(finding_entry("tensor-parallel-divisibility", "error", text, variable, suggested))
     for message in pipeline_parallel_problems(dims, pp):
         text = f"pipeline_parallel_size {pp}: {message}"
         if text not in seen:
-            findings.append(_finding("tensor-parallel-divisibility", "error", text, "vllm_pipeline_parallel_size", 1))
+            findings.append(
+                finding_entry("tensor-parallel-divisibility", "error", text, "vllm_pipeline_parallel_size", 1)
+            )
     if ep and not fp8_block_split_fails(dims, tp) and not dims.num_experts:
         findings.append(
-            _finding(
+            finding_entry(
                 "tensor-parallel-divisibility",
                 "warning",
                 "expert parallel is on but the model has no experts",

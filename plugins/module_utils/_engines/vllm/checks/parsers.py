@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
-    _as_bool,
-    _finding,
-    _fmt,
     model_family,
     presence,
 )
@@ -24,25 +24,25 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
 
 
 def _parser_presence_finding(
-    check_id: str, table: Mapping[str, str], name: str, ver: Version, variable: str, suggested: Any
+    check_id: str, table: Mapping[str, Any], name: str, ver: Version, variable: str, suggested: Any
 ) -> Optional[Finding]:
     present = presence(table, name, ver)
     if present is True:
         return None
     if present is None:
-        return _finding(
+        return finding_entry(
             check_id,
             "warning",
-            f"parser '{name}' is not verified for vLLM {_fmt(ver)} (checked releases: "
-            f"{', '.join(_fmt(v) for v in CHECKED_RELEASES)})",
+            f"parser '{name}' is not verified for vLLM {version_text(ver)} (checked releases: "
+            f"{', '.join(version_text(v) for v in CHECKED_RELEASES)})",
             variable,
             suggested,
         )
     known = name in table
-    return _finding(
+    return finding_entry(
         check_id,
         "error",
-        f"vLLM {_fmt(ver)} has no parser '{name}'"
+        f"vLLM {version_text(ver)} has no parser '{name}'"
         + (" (not in this release)" if known else "")
         + ": startup fails with 'invalid ... parser'",
         variable,
@@ -50,22 +50,22 @@ def _parser_presence_finding(
     )
 
 
-def _first_available(table: Mapping[str, str], names: Sequence[str], ver: Version) -> Optional[str]:
+def first_available(table: Mapping[str, Any], names: Sequence[str], ver: Version) -> Optional[str]:
     for name in names:
         if presence(table, name, ver):
             return name
     return None
 
 
-def _check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], repo: str) -> List[Finding]:
+def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], repo: str) -> List[Finding]:
     findings: List[Finding] = []
     family = FAMILIES.get(model_family(arch, repo) or "")
     tool = s.get("tool_call_parser") or None
-    auto_tool = _as_bool(s.get("enable_auto_tool_choice"))
-    best_tool = _first_available(TOOL_PARSERS, family.tool, ver) if family else None
+    auto_tool = as_bool(s.get("enable_auto_tool_choice"))
+    best_tool = first_available(TOOL_PARSERS, family.tool, ver) if family else None
     if auto_tool and not tool:
         findings.append(
-            _finding(
+            finding_entry(
                 "tool-call-parser",
                 "error",
                 "vllm_enable_auto_tool_choice needs vllm_tool_call_parser (vLLM exits: "
@@ -82,7 +82,7 @@ def _check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], 
             findings.append(problem)
         if family and family.tool and tool not in family.tool:
             findings.append(
-                _finding(
+                finding_entry(
                     "tool-call-parser",
                     "error",
                     f"tool-call parser '{tool}' does not match the {family.name} family ({family.note}); "
@@ -94,7 +94,7 @@ def _check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], 
             )
     reasoning = s.get("reasoning_parser") or None
     if reasoning:
-        best = _first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
+        best = first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
         problem = _parser_presence_finding(
             "reasoning-parser", REASONING_PARSERS, reasoning, ver, "vllm_reasoning_parser", best
         )
@@ -105,5 +105,5 @@ def _check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], 
                 message = f"reasoning parser '{reasoning}' does not match the {family.name} family; use '{best}'"
             else:
                 message = f"the {family.name} family does not emit reasoning blocks; drop the reasoning parser"
-            findings.append(_finding("reasoning-parser", "warning", message, "vllm_reasoning_parser", best))
+            findings.append(finding_entry("reasoning-parser", "warning", message, "vllm_reasoning_parser", best))
     return findings

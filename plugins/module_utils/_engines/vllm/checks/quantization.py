@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import _finding, _fmt
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     CHECKED_RELEASES,
     QUANT_MIN_CAPABILITY,
@@ -19,17 +20,17 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.release
 )
 
 
-def _check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format: str) -> List[Finding]:
+def check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format: str) -> List[Finding]:
     ver = vv.number
     quant = arch.get("quantization") or {}
     method = str(quant.get("method") or "").lower()
     fmt = model_format.lower()
     if (fmt == "gguf" or method == "gguf") and not vv.gguf_supported:
         return [
-            _finding(
+            finding_entry(
                 "engine-format",
                 "error",
-                f"vLLM {_fmt(ver)} has no GGUF loader (removed in 0.24.0): serve a safetensors checkpoint "
+                f"vLLM {version_text(ver)} has no GGUF loader (removed in 0.24.0): serve a safetensors checkpoint "
                 "(inferops_model.repo) or this GGUF with Ollama (inferops_engine: ollama)",
                 "inferops_model.repo",
                 "a safetensors repository of the same model",
@@ -37,10 +38,10 @@ def _check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format:
         ]
     if (fmt == "bitsandbytes" or method == "bitsandbytes") and not vv.bitsandbytes_supported:
         return [
-            _finding(
+            finding_entry(
                 "engine-format",
                 "error",
-                f"vLLM {_fmt(ver)} has no bitsandbytes quantization (removed in 0.28.0): use an AWQ/GPTQ/FP8 "
+                f"vLLM {version_text(ver)} has no bitsandbytes quantization (removed in 0.28.0): use an AWQ/GPTQ/FP8 "
                 "checkpoint or pin vllm_version 0.27.1",
                 "inferops_model.repo",
                 "an AWQ, GPTQ or FP8 checkpoint",
@@ -49,9 +50,7 @@ def _check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format:
     return []
 
 
-def _check_quantization(
-    ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], cc: Optional[int]
-) -> List[Finding]:
+def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], cc: Optional[int]) -> List[Finding]:
     if cc is None:
         return []
     findings = []
@@ -64,7 +63,7 @@ def _check_quantization(
             need = max(need, SCHEME_MIN_CAPABILITY.get(str(quant.get("scheme")), 0))
         if cc < need:
             findings.append(
-                _finding(
+                finding_entry(
                     "quantization-capability",
                     "error",
                     f"quantization {method} needs compute capability {need / 10:.1f}, the GPUs have {cc / 10:.1f}: "
@@ -75,7 +74,7 @@ def _check_quantization(
             )
         elif quant.get("scheme") == "nvfp4" and cc < 100:
             findings.append(
-                _finding(
+                finding_entry(
                     "quantization-capability",
                     "info",
                     f"NVFP4 runs as Marlin W4A16 emulation on compute capability {cc / 10:.1f} (native FP4 GEMMs "
@@ -86,7 +85,7 @@ def _check_quantization(
             )
         elif quant.get("scheme") in ("fp8", "fp8_block") and cc < 89:
             findings.append(
-                _finding(
+                finding_entry(
                     "quantization-capability",
                     "info",
                     f"FP8 weights run weight-only (W8A16 Marlin) on compute capability {cc / 10:.1f}",
@@ -97,7 +96,7 @@ def _check_quantization(
     dtype = str(s.get("dtype") or arch.get("dtype") or "auto").lower()
     if cc < 80 and dtype in ("bfloat16", "bf16", "auto") and str(arch.get("dtype")).lower() in ("bfloat16", "bf16"):
         findings.append(
-            _finding(
+            finding_entry(
                 "quantization-capability",
                 "error",
                 f"bfloat16 needs compute capability 8.0, the GPUs have {cc / 10:.1f}: run in float16",

@@ -1,14 +1,20 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The facts of vLLM releases the checks read: parser names per release, model families, attention
-backends, quantization capabilities and version boundaries, each with its source.
-
-Read at four releases (CHECKED_RELEASES); a release between two that disagree is "unverified".
+"""The facts the checks read beside the release records: model families, attention backends and
+quantization capabilities, each with its source. The per-release facts (parser names as version ranges,
+the releases whose registries were read, the version boundaries of each check) are the release records
+in ``_engines/vllm/releases.json``; this module exposes the parser ranges from there.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
+    RELEASE_DATA,
+    RELEASES,
+    parse_vllm_version,
+)
 
 Version = Tuple[int, int, int]
 
@@ -16,153 +22,19 @@ Version = Tuple[int, int, int]
 Finding = Dict[str, Any]
 
 
-# Releases whose wheels were read for the parser, KV-dtype and backend tables (research notes section 0/3/4).
-CHECKED_RELEASES: Tuple[Version, ...] = ((0, 19, 1), (0, 23, 0), (0, 28, 0), (0, 33, 0))
+# Releases whose wheels were read for the parser, KV-dtype and backend tables (research notes section 0/3/4):
+# the records with "registries_read".
+CHECKED_RELEASES: Tuple[Version, ...] = tuple(
+    sorted(parse_vllm_version(text) for text, record in RELEASES.items() if record.get("registries_read"))
+)  # type: ignore[assignment]
 
 
-# Release boundaries that change the memory model (align-mode block-size assertion 0.17-0.26, hybrid
-# prefix caching default 0.26, GGUF removed 0.24, bitsandbytes removed 0.28, mamba_cache_mode "all"
-# gone in 0.33, KV dtypes per release, default utilization) live in vllm_versions.VllmVersion.
-# "Prefix caching in Mamba cache 'align' mode ... is experimental" is logged up to 0.30.
-HYBRID_PREFIX_CACHING_EXPERIMENTAL_LAST: Version = (0, 30, 99)
+# Parser name -> {"first": release, "last": release} (either absent: open on that side), from the
+# release records' "tool_parsers" / "reasoning_parsers" ranges.
+TOOL_PARSERS: Dict[str, Dict[str, str]] = RELEASE_DATA["tool_parsers"]["names"]
 
 
-# "max_num_seqs exceeds available Mamba cache blocks" (hybrid + FULL CUDA graphs) raised since 0.20.0.
-MAMBA_BLOCKS_CUDAGRAPH_ERROR: Version = (0, 20, 0)
-
-
-# --calculate-kv-scales: deprecated by PR #37201 (Mar 2026), disabled for hybrid models by PR #37565
-# (Mar 2026, first release 0.19 per the deprecation schedule), still present in 0.19.1, removed by
-# PR #49389 (Jul 2026); absent in 0.33.0. Releases 0.20-0.32 are unverified.
-KV_SCALES_HYBRID_GUARD: Version = (0, 19, 0)
-
-
-KV_SCALES_PRESENT_LAST_CHECKED: Version = (0, 19, 1)
-
-
-KV_SCALES_GONE: Version = (0, 33, 0)
-
-
-# --------------------------------------------------------------------------- parser tables
-# Presence per CHECKED_RELEASES ("Y"/"N"), from vllm/tool_parsers/__init__.py and
-# vllm/reasoning/__init__.py of each wheel.
-TOOL_PARSERS: Dict[str, str] = {
-    **{
-        name: "YYYY"
-        for name in [
-            "hermes",
-            "qwen3_coder",
-            "qwen3_xml",
-            "llama3_json",
-            "llama4_json",
-            "llama4_pythonic",
-            "pythonic",
-            "mistral",
-            "deepseek_v3",
-            "deepseek_v31",
-            "deepseek_v32",
-            "openai",
-            "glm45",
-            "glm47",
-            "kimi_k2",
-            "minimax_m2",
-            "granite",
-            "granite-20b-fc",
-            "granite4",
-            "internlm",
-            "jamba",
-            "phi4_mini_json",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "hunyuan_a13b",
-            "ernie45",
-            "gemma4",
-            "functiongemma",
-            "longcat",
-            "olmo3",
-            "xlam",
-            "gigachat3",
-        ]
-    },
-    "minimax": "YYNN",
-    **{
-        name: "NYYY"
-        for name in [
-            "deepseek_v4",
-            "hy_v3",
-            "lfm2",
-            "mimo",
-            "minicpm5",
-            "apertus",
-            "cohere_command3",
-            "cohere_command4",
-            "poolside_v1",
-        ]
-    },
-    **{name: "NNYY" for name in ["kimi_k3", "minimax_m3", "dots", "inkling", "ling3", "muse_glimmer"]},
-    **{
-        name: "NNNY"
-        for name in [
-            "qwen3_json",
-            "deepseek_v41",
-            "k2_horizon",
-            "step5",
-            "hy_v4",
-            "plamo3",
-            "muse",
-            "musespark1x",
-            "beam",
-            "hf",
-        ]
-    },
-}
-
-
-REASONING_PARSERS: Dict[str, str] = {
-    **{
-        name: "YYYY"
-        for name in [
-            "deepseek_r1",
-            "deepseek_v3",
-            "ernie45",
-            "gemma4",
-            "glm45",
-            "granite",
-            "holo2",
-            "hunyuan_a13b",
-            "kimi_k2",
-            "minimax_m2",
-            "minimax_m2_append_think",
-            "mistral",
-            "nemotron_v3",
-            "olmo3",
-            "openai_gptoss",
-            "qwen3",
-            "seed_oss",
-            "step3",
-            "step3p5",
-        ]
-    },
-    **{name: "NYYY" for name in ["cohere_command3", "cohere_command4", "deepseek_v4", "hy_v3", "mimo", "poolside_v1"]},
-    **{name: "NNYY" for name in ["glm47", "inkling", "kimi_k3", "ling3", "minimax_m3", "muse_glimmer"]},
-    **{
-        name: "NNNY"
-        for name in [
-            "beam",
-            "deepseek_v41",
-            "granite_thinking_parser",
-            "hf",
-            "hy_v4",
-            "k2_horizon",
-            "minicpmv",
-            "muse",
-            "musespark1x",
-            "plamo3",
-            "step5",
-        ]
-    },
-}
+REASONING_PARSERS: Dict[str, Dict[str, str]] = RELEASE_DATA["reasoning_parsers"]["names"]
 
 
 class Family:
@@ -255,10 +127,10 @@ BACKENDS: Dict[str, Backend] = {
 
 
 # platforms/cuda.py _get_backend_priorities: SM10x prefers FlashInfer, everything else FlashAttention.
-_PRIORITY_SM100 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_SM100 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
 
 
-_PRIORITY_OTHER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_OTHER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
 
 
 # get_min_capability() per quant_method (x10); (value up to 0.19.1, value from 0.33.0) where it changed.

@@ -13,6 +13,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     LayoutError,
     ParallelDims,
     fp8_block_split_fails,
+    layout_search,
     link_rank,
     pipeline_parallel_problems,
     pp_layer_partition,
@@ -298,7 +299,7 @@ def test_sample_14_pcie_switches_prefer_tp2_pp2_over_tp4():
 # ------------------------------------------------------------------------------------ link width and VRAM
 
 
-def test_narrow_slots_stay_out_of_tp_groups():
+def test_narrow_slots_rank_last_in_tp_groups_but_stay_candidates():
     # 4x 3090, all PHB, GPUs 2 and 3 in Gen4 x4 (chipset) slots.
     matrix = [["X" if i == j else "PHB" for j in range(4)] for i in range(4)]
     g = gpus(4, "NVIDIA GeForce RTX 3090", 24576)
@@ -307,6 +308,21 @@ def test_narrow_slots_stay_out_of_tp_groups():
     assert pair["gpus"] == [0, 1]
     four = select_layout(g, QWEN35_MOE, topology={"matrix": matrix}, memory_fit=needs(70))
     assert (four["tensor_parallel_size"], four["pipeline_parallel_size"]) == (1, 4)
+    # The heuristic order puts the narrow TP group last; the search still holds it for the speed model.
+    search = layout_search(g, QWEN35_MOE, topology={"matrix": matrix})
+    shapes = {(c.tp, c.pp): c.groups for c in search.candidates}
+    assert shapes[(2, 2)] == [[0, 1], [2, 3]]
+    assert shapes[(4, 1)] == [[0, 1, 2, 3]]
+
+
+def test_sys_hops_and_narrow_links_never_drop_a_placement():
+    """Issue #27: link rules order candidates; every TP x PP that the model's shape allows is placed."""
+    t = topo("02_5gpu_dual_numa_sys_phb_node.txt")
+    g = gpus(5, "NVIDIA GeForce RTX 4090", 24564)
+    g[0]["pcie_width_current"] = 1
+    search = layout_search(g, QWEN35_MOE, topology=t)
+    shapes = {(c.tp, c.pp) for c in search.candidates}
+    assert {(1, 1), (2, 1), (1, 2), (4, 1), (2, 2), (1, 4), (1, 5)} <= shapes
 
 
 def test_seed4_nvlink_pairs_in_x4_slots_still_form_tp_groups():

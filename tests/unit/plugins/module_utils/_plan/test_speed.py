@@ -85,7 +85,8 @@ def test_the_layout_is_the_one_an_operator_would_choose(case):
 @pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: c["id"])
 def test_the_plan_shows_its_predicted_speed_and_the_alternatives(case):
     variables, hardware = host(case)
-    performance = build_plan(variables, hardware)["performance"]
+    plan = build_plan(variables, hardware)
+    performance = plan["performance"]
     assert set(performance) >= PERFORMANCE_KEYS
     assert performance["single_stream_decode_tokens_per_s"] > 0
     assert performance["aggregate_decode_tokens_per_s"] >= performance["single_stream_decode_tokens_per_s"] * 0.99
@@ -95,6 +96,18 @@ def test_the_plan_shows_its_predicted_speed_and_the_alternatives(case):
         assert set(alternative) == ALTERNATIVE_KEYS
         assert alternative["reason"]
     assert len(performance["alternatives"]) <= 3
+    if "must_predict" in case:
+        # Chosen, or among the alternatives with its predicted speed and why it lost (issue #27).
+        layout = plan["layout"]
+        chosen = [layout["tensor_parallel_size"], layout["pipeline_parallel_size"], layout["data_parallel_size"]]
+        shown = {
+            (a["tensor_parallel_size"], a["pipeline_parallel_size"], a["data_parallel_size"]): a
+            for a in performance["alternatives"]
+        }
+        if chosen != case["must_predict"]:
+            alternative = shown[tuple(case["must_predict"])]
+            assert alternative["single_stream_decode_tokens_per_s"] > 0
+            assert "slower" in alternative["reason"] or "idle" in alternative["reason"], alternative
 
 
 def test_pp_alone_gives_no_single_stream_speed_and_tp_over_nvlink_does():
@@ -158,3 +171,79 @@ def test_seed_000_the_moe_swap_on_two_5060_ti_is_at_least_nearly_twice_as_fast()
     dense = build_plan(dict(variables, inferops_model=dense_model, vllm_max_model_len=32768), hardware)["performance"]
     assert moe["aggregate_decode_tokens_per_s"] >= 1.8 * dense["aggregate_decode_tokens_per_s"]
     assert moe["single_stream_decode_tokens_per_s"] >= 1.8 * dense["single_stream_decode_tokens_per_s"]
+
+
+# ------------------------------------------------------------------ shape-aware GEMV and per-release costs
+
+
+@pytest.mark.parametrize(
+    "gpu, k, n, measured",
+    [
+        # shared/reference/h200-measurements.md: bf16 GEMV, M=1, share of the datasheet bandwidth
+        ("NVIDIA H200", 8192, 28672, 0.88),
+        ("NVIDIA H200", 4096, 14336, 0.74),
+        ("NVIDIA H200", 4096, 12288, 0.70),
+        ("NVIDIA H100 80GB HBM3", 8192, 28672, 0.875),  # 86-89%
+        ("NVIDIA H100 80GB HBM3", 4096, 14336, 0.76),  # 73-79%
+    ],
+)
+def test_gemv_constants_reproduce_the_measured_shape_dependence(gpu, k, n, measured):
+    """Issue #27: one efficiency per GPU is not what the hardware shows; bytes / (peak x share) + a fixed
+    kernel latency is, within 3 points of every measured shape."""
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import CONSTANTS
+
+    spec = gpu_spec(gpu)
+    gemv = CONSTANTS["gemv_kernel"]
+    share = CONSTANTS["bandwidth_efficiency"]["vllm"]["bf16"]
+    peak = spec.memory_bandwidth_gbps * 1e9
+    size = 2.0 * k * n
+    seconds = size / (peak * share) + gemv["latency_us"] * 1e-6 * gemv["clock_mhz"] / spec.boost_clock_mhz
+    assert size / seconds / peak == pytest.approx(measured, abs=0.03)
+
+
+def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+    from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
+    from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+        KvTraffic,
+        Predictor,
+        model_traffic,
+        stages_of,
+    )
+
+    entry = find_model("meta-llama/Llama-3.3-70B-Instruct")
+    arch = entry.architecture()
+    weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
+    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(8)]
+    topo = Topology(
+        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]}
+    )
+    fixed = {}
+    for fmt in ("bf16", "int4"):
+        traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, "bf16")
+        assert traffic.layer_kernels == (4,) * arch.num_layers  # QKV, O, gate/up, down
+        for tp in (1, 8):
+            stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
+            predictor = Predictor(traffic, stages, tp, KvTraffic(0.0, 0.0), "vllm")
+            fixed[fmt, tp] = predictor.stage_decode(stages[0], 1.0, 1024).fixed
+    assert fixed["bf16", 1] == pytest.approx(fixed["bf16", 8])
+    assert fixed["bf16", 1] - fixed["int4", 1] == pytest.approx(80 * 4 * 7.5e-6 * 1980 / 1980, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "version, engine, modelled",
+    [
+        ((0, 5, 3), "V0", False),
+        ((0, 9, 2), "V0", False),
+        ((0, 10, 0), "V1", True),
+        ((0, 33, 0), "V1", True),
+        (None, "V1", True),
+    ],
+)
+def test_engine_release_table_rows(version, engine, modelled):
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import engine_release
+
+    row = engine_release("vllm", version)
+    assert (row["engine"], row["modelled"]) == (engine, modelled)
+    assert engine_release("llama.cpp", version) is None

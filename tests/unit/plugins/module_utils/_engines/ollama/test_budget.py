@@ -8,9 +8,8 @@ import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import budget as ob
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import resolve_ollama_settings
+from ansible_collections.inferops.llm.plugins.module_utils._model import gguf as gguf_reader
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import resolve_model
-
-from . import gguf_reader
 
 
 def budget_of(version, shape, gpus, *, weights_bytes, projector_bytes=0, **inventory):
@@ -298,11 +297,11 @@ def test_gguf_header_reader(tmp_path):
 def test_gguf_reader_refuses_other_files(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
-    with pytest.raises(ob.OllamaBudgetError, match="not a GGUF"):
+    with pytest.raises(gguf_reader.GgufError, match="not a GGUF"):
         gguf_reader.read_gguf(str(path))
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(b"GGUF\x03\x00\x00\x00\x01")
-    with pytest.raises(ob.OllamaBudgetError, match="ends inside its header"):
+    with pytest.raises(gguf_reader.GgufTruncated, match=r"cut\.gguf: the GGUF header is cut short"):
         gguf_reader.read_gguf(str(truncated))
 
 

@@ -330,8 +330,8 @@ def test_group_size_threshold_from_018():
         # v1/sample/ops/topk_topp_sampler.py: FlashInfer top-k/top-p whenever importable up to 0.11.0 (the
         # plan assumes vLLM's image; the native sampler is the uncertain alternative), opt-in from 0.11.1
         # (PR #26859) to 0.20, default from 0.21 (PR #40376)
-        ("0.10.2", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "flashinfer"),
-        ("0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "flashinfer"),
+        ("0.10.2", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "native"),  # unknown install: the larger end
+        ("0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "native"),
         ("0.11.1", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "native"),
         ("0.19.1", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "native"),
         ("0.21.0", "meta-llama/Llama-3.1-8B-Instruct", "9.0", "flashinfer"),
@@ -354,13 +354,13 @@ def test_sampler_warm_up_by_runner_and_release(version, repo, capability, sample
     per_logit = overhead["sampler_peak_bytes"] / (settings["max_num_seqs"] * arch.vocab_size)
     assert per_logit == pytest.approx({"native": 40.0, "flashinfer": 18.0, "v2": 10.0}[sampler], rel=1e-6)
     uncertain = not v.at_least(0, 11, 1)
-    assert (overhead["sampler_alternative"] == "native") is uncertain
+    assert (overhead["sampler_alternative"] == "flashinfer") is uncertain
     assert (overhead["charged_bytes_alternative"] is not None) is uncertain
 
 
 @pytest.mark.parametrize(
     ("installed", "sampler", "alternative"),
-    [(None, "flashinfer", "native"), (True, "flashinfer", None), (False, "native", None)],
+    [(None, "native", "flashinfer"), (True, "flashinfer", None), (False, "native", None)],
 )
 def test_sampler_up_to_0_11_0_follows_the_flashinfer_install(installed, sampler, alternative):
     v = vllm_version("0.10.2")
@@ -383,23 +383,59 @@ QWEN3_235B_FP8 = ModelArchitecture.from_config(
 )  # fmt: skip
 
 
+@pytest.mark.parametrize("version", ["0.10.1.1", "0.10.2", "0.11.0"])
+@pytest.mark.parametrize(
+    "repo", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-32B", "openai/gpt-oss-20b", "Qwen/Qwen3-30B-A3B"]
+)
+def test_no_uncertain_term_headline_is_the_optimistic_end(version, repo):
+    """Issue #27: an uncertain overhead term charges its larger end; the KV headline is the range's low end,
+    and the overhead charged is the larger of the two ends."""
+    arch = find_model(repo).architecture()
+    got = vllm_memory_budget(arch, version, H100, settings={"max_model_len": 4096})
+    low, high = got["kv_cache_range_bytes"]
+    assert low < high, "the sampler warm-up of 0.10-0.11.0 is uncertain without flashinfer_installed"
+    assert got["kv_cache_bytes"] == low
+    overhead = got["overhead"]
+    assert overhead["charged_bytes"] >= overhead["charged_bytes_alternative"]
+    for installed in (True, False):
+        known = vllm_memory_budget(
+            arch, version, H100, settings={"max_model_len": 4096}, flashinfer_installed=installed
+        )
+        assert known["kv_cache_range_bytes"][0] == known["kv_cache_range_bytes"][1]
+        assert got["kv_cache_bytes"] <= known["kv_cache_bytes"]
+
+
+def test_qwen3_32b_on_one_h100_at_0_11_0_plans_the_logged_kv_cache():
+    """Issue #27: the official 0.11.0 image (llm-d, docs/accuracy.md llmd-h100-qwen3-32b) logged 4.45 GiB of KV
+    cache with max_num_seqs 1024, utilization 0.9, max_model_len 16000; the headline is within 10%."""
+    arch = find_model("Qwen/Qwen3-32B").architecture()
+    got = vllm_memory_budget(
+        arch, "0.11.0", H100, settings={"max_model_len": 16000, "gpu_memory_utilization": 0.9, "block_size": 128}
+    )
+    assert got["settings"]["max_num_seqs"] == 1024
+    assert got["kv_cache_gib"] == pytest.approx(4.45, rel=0.10)
+    assert got["kv_cache_range_bytes"][1] / GIB > 6.5  # FlashInfer's end, the old optimistic headline
+
+
 def test_qwen3_235b_fp8_on_four_h100_fits_its_default_context_on_0_11_0():
     got = vllm_memory_budget(QWEN3_235B_FP8, "0.11.0", H100, 4)
     assert got["max_model_len"] == 262144
     ids = {f["id"]: f["severity"] for f in got["findings"]}
     assert "vllm_kv_cache_too_small" not in ids and "vllm_no_kv_cache_memory" not in ids
-    # without flashinfer the native warm-up (1024 x 151936 logits) leaves too little: a warning, not an error
+    # the headline charges the native warm-up (1024 x 151936 logits), which leaves too little; only
+    # FlashInfer's end starts (what the container image ran): a warning, not an error
     assert ids["vllm_overhead_uncertain"] == "warning"
     low, high = got["kv_cache_range_bytes"]
-    assert low < high == got["kv_cache_bytes"]
+    assert got["kv_cache_bytes"] == low < high
 
 
 def test_gpt_oss_120b_on_one_h100_is_no_memory_error_with_flashinfer_on_0_10_2():
     arch = find_model("openai/gpt-oss-120b").architecture()
     got = vllm_memory_budget(arch, "0.10.2", H100, settings=GPT_OSS_H100)
-    assert got["kv_cache_bytes"] > 0
+    assert got["kv_cache_range_bytes"][1] > 0  # FlashInfer's end; the headline is the native one
     ids = {f["id"]: f["severity"] for f in got["findings"]}
     assert ids["vllm_overhead_uncertain"] == "warning"
+    assert "install flashinfer" in next(f["message"] for f in got["findings"] if f["id"] == "vllm_overhead_uncertain")
     native = vllm_memory_budget(arch, "0.10.2", H100, settings=GPT_OSS_H100, flashinfer_installed=False)
     assert "vllm_no_kv_cache_memory" in {f["id"] for f in native["findings"]}
 

@@ -1,16 +1,25 @@
-"""A GGUF header reader for the Ollama budget's tests (the plan never reads GGUF files: it budgets from the
-base model's architecture, ``budget.shape_from_architecture``). Kept here, beside the tests that check
-the budget against a real GGUF header, so that no test-only code sits in the product."""
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""A GGUF file's header: its metadata and tensor table, and the shape the Ollama budget reads from them.
+
+``parse_gguf(data, name)`` reads the header from the first bytes of a file (``GgufTruncated`` when they end
+inside it: read more, as ``_model/hub.py`` does with HTTP range requests); ``read_gguf(path)`` reads a file on
+disk; ``shape_from_gguf(header)`` gives the ``GgufShape`` of ``_engines/ollama/budget.py`` (what llama.cpp
+reads from the same keys). Plain Python, no Ansible imports.
+"""
 
 from __future__ import annotations
 
 import math
+import os
 import struct
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
-    OllamaBudgetError,
-)
+# A header past this is not one (vocabularies of 256k tokens take a few MiB).
+MAX_HEADER_BYTES = 64 * 1024 * 1024
+_FIRST_READ = 1024 * 1024
+_MAX_STRING = 16 * 1024 * 1024
+_MAX_ITEMS = 10_000_000
 
 #: ggml type id -> (elements per block, bytes per block), as gguf-py GGML_QUANT_SIZES.
 GGML_TYPE_SIZES = {
@@ -51,20 +60,35 @@ _GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
+class GgufError(ValueError):
+    """Not a GGUF header this module can read; the message names the file."""
+
+
+class GgufTruncated(GgufError):
+    """The bytes end inside the header: read more of the file (or the file itself is cut short)."""
+
+
 class _GgufReader:
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, data: bytes, name: str) -> None:
+        self.data = data
+        self.name = name
+        self.pos = 0
+
+    def take(self, size: int) -> bytes:
+        if self.pos + size > len(self.data):
+            raise GgufTruncated(f"{self.name}: the GGUF header is cut short (it ends after {len(self.data)} bytes)")
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
 
     def unpack(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        data = self.handle.read(size)
-        if len(data) != size:
-            raise OllamaBudgetError("GGUF file ends inside its header; is the download complete?")
-        return struct.unpack(fmt, data)[0]
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
     def string(self) -> str:
         length = self.unpack("<Q")
-        return self.handle.read(length).decode("utf-8", errors="replace")
+        if length > _MAX_STRING:
+            raise GgufError(f"{self.name}: a GGUF string of {length} bytes is not a header's")
+        return self.take(length).decode("utf-8", errors="replace")
 
     def value(self, kind: int) -> Any:
         if kind in _GGUF_SCALARS:
@@ -75,37 +99,58 @@ class _GgufReader:
             item_kind, count = self.unpack("<I"), self.unpack("<Q")
             if item_kind == _GGUF_STRING:
                 for _item in range(count):  # vocabularies: only their length matters here
-                    self.handle.seek(self.unpack("<Q"), 1)
+                    self.take(self.unpack("<Q"))
                 return {"array_of": "string", "length": count}
             return [self.value(item_kind) for _item in range(count)]
-        raise OllamaBudgetError(f"GGUF metadata value type {kind} is unknown")
+        raise GgufError(f"{self.name}: GGUF metadata value type {kind} is unknown")
 
 
-def read_gguf(path: str) -> Dict[str, Any]:
-    """Header of a GGUF file (v2/v3): ``{"version", "metadata": {key: value}, "tensors": [{"name",
-    "shape", "type", "bytes"}]}``. String arrays (the vocabulary) become ``{"array_of", "length"}``."""
+def parse_gguf(data: bytes, name: str) -> Dict[str, Any]:
+    """Header of a GGUF file (v2/v3) from its first bytes: ``{"version", "metadata": {key: value}, "tensors":
+    [{"name", "shape", "type", "bytes"}], "header_bytes"}``. String arrays (the vocabulary) become
+    ``{"array_of", "length"}``. Raises GgufTruncated when ``data`` ends inside the header."""
+    if len(data) >= 4 and data[:4] != b"GGUF":
+        raise GgufError(f"{name} is not a GGUF file (no GGUF magic)")
+    reader = _GgufReader(data, name)
+    reader.take(4)
+    version = reader.unpack("<I")
+    if version not in (2, 3):
+        raise GgufError(f"{name}: GGUF version {version} is not supported (2 or 3 are)")
+    tensor_count, kv_count = reader.unpack("<Q"), reader.unpack("<Q")
+    if tensor_count > _MAX_ITEMS or kv_count > _MAX_ITEMS:
+        raise GgufError(f"{name}: {tensor_count} tensors and {kv_count} metadata entries are not a GGUF header's")
+    metadata = {}
+    for _entry in range(kv_count):
+        key = reader.string()
+        metadata[key] = reader.value(reader.unpack("<I"))
+    tensors = []
+    for _tensor in range(tensor_count):
+        tensor_name = reader.string()
+        dims = [reader.unpack("<Q") for _dim in range(reader.unpack("<I"))]
+        ggml_type = reader.unpack("<I")
+        reader.unpack("<Q")  # offset in the data section
+        block, block_bytes = GGML_TYPE_SIZES.get(ggml_type, (1, 0))
+        elements = math.prod(dims) if dims else 1
+        tensors.append(
+            {"name": tensor_name, "shape": dims, "type": ggml_type, "bytes": elements // block * block_bytes}
+        )
+    return {"version": version, "metadata": metadata, "tensors": tensors, "header_bytes": reader.pos}
+
+
+def read_gguf(path: str, name: Optional[str] = None) -> Dict[str, Any]:
+    """``parse_gguf`` of a file on disk, reading only as much of it as the header needs."""
+    size = os.path.getsize(path)
+    length = min(size, _FIRST_READ)
     with open(path, "rb") as handle:
-        if handle.read(4) != b"GGUF":
-            raise OllamaBudgetError(f"{path} is not a GGUF file (no GGUF magic)")
-        reader = _GgufReader(handle)
-        version = reader.unpack("<I")
-        if version not in (2, 3):
-            raise OllamaBudgetError(f"{path}: GGUF version {version} is not supported (2 or 3 are)")
-        tensor_count, kv_count = reader.unpack("<Q"), reader.unpack("<Q")
-        metadata = {}
-        for _entry in range(kv_count):
-            key = reader.string()
-            metadata[key] = reader.value(reader.unpack("<I"))
-        tensors = []
-        for _tensor in range(tensor_count):
-            name = reader.string()
-            dims = [reader.unpack("<Q") for _dim in range(reader.unpack("<I"))]
-            ggml_type = reader.unpack("<I")
-            reader.unpack("<Q")  # offset in the data section
-            block, block_bytes = GGML_TYPE_SIZES.get(ggml_type, (1, 0))
-            elements = math.prod(dims) if dims else 1
-            tensors.append({"name": name, "shape": dims, "type": ggml_type, "bytes": elements // block * block_bytes})
-    return {"version": version, "metadata": metadata, "tensors": tensors}
+        while True:
+            handle.seek(0)
+            data = handle.read(length)
+            try:
+                return parse_gguf(data, name or path)
+            except GgufTruncated:
+                if length >= size or length >= MAX_HEADER_BYTES:
+                    raise
+                length = min(size, length * 4, MAX_HEADER_BYTES)
 
 
 def _meta_int(meta: Mapping[str, Any], key: str) -> int:
@@ -120,7 +165,7 @@ def shape_from_gguf(header: Mapping[str, Any]) -> Dict[str, Any]:
     meta = header["metadata"]
     arch = str(meta.get("general.architecture") or "")
     if not arch:
-        raise OllamaBudgetError("GGUF metadata has no general.architecture")
+        raise GgufError("GGUF metadata has no general.architecture")
 
     def key(name: str) -> str:
         return f"{arch}.{name}"

@@ -1,0 +1,125 @@
+"""GGUF headers (tests/unit/fixtures/gguf, written with the gguf library) read by the plan: from the cache, and
+from the Hub test server with range requests only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.inferops.llm.plugins.module_utils._model import hub as hub_module
+from ansible_collections.inferops.llm.plugins.module_utils._model.gguf import read_gguf, shape_from_gguf
+from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+from .test_hub import GPU, online, put_in_cache
+from .test_hub import hub as hub  # the Hub test server fixture
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+GGUF = FIXTURES / "gguf"
+CONFIGS = FIXTURES / "model_configs"
+# GGUF file -> (config fixture it was converted from, layers with a sliding window)
+CASES = {
+    "Qwen3-8B-Q4_K_M.gguf": ("Qwen--Qwen3-8B_config.json", 0),
+    "Meta-Llama-3.1-8B-Q4_K_M.gguf": ("meta-llama--Meta-Llama-3.1-8B_config.json", 0),
+    "gemma-3-1b-it-Q8_0.gguf": ("google--gemma-3-1b-it_config.json", 22),  # 5 local, 1 global, 26 layers
+    "Qwen3-30B-A3B-Q4_K_M.gguf": ("Qwen--Qwen3-30B-A3B_config.json", 0),
+    "gpt-oss-20b-MXFP4.gguf": ("openai--gpt-oss-20b_config.json", 12),  # every other of 24 layers
+}
+REPO = "acme/Qwen3-8B-GGUF"
+FILE = "Qwen3-8B-Q4_K_M.gguf"
+COMMIT = "1234567890abcdef1234567890abcdef12345678"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_headers_give_the_models_shape(name):
+    config_name, sliding = CASES[name]
+    config = json.loads((CONFIGS / config_name).read_text())
+    header = read_gguf(str(GGUF / name))
+    assert header["header_bytes"] == (GGUF / name).stat().st_size
+    shape = shape_from_gguf(header)
+    assert shape["block_count"] == config["num_hidden_layers"]
+    assert shape["head_count_kv"] == config["num_key_value_heads"]
+    assert shape["key_length"] == config.get("head_dim", config["hidden_size"] // config["num_attention_heads"])
+    assert shape["expert_count"] == (config.get("num_experts") or config.get("num_local_experts") or 0)
+    assert len(shape["sliding_window_layers"]) == sliding
+    assert shape["vocab_size"] == config["vocab_size"]
+    assert all(shape["layer_bytes"]) and shape["input_bytes"] > 0
+
+
+def ollama_variables(**model) -> dict:
+    return {
+        "inferops_engine": "ollama",
+        "ollama_version": "0.30.0",
+        "inferops_model": {"repo": REPO, "revision": "main", "file": FILE, "base_model": "Qwen/Qwen3-8B", **model},
+        "ollama_context_length": 8192,
+    }
+
+
+def test_an_ollama_model_plans_from_its_gguf_on_the_hub_with_range_requests(tmp_path, hub, monkeypatch):
+    monkeypatch.setattr(hub_module, "_GGUF_FIRST_RANGE", 4096)  # the header takes several reads
+    data = (GGUF / FILE).read_bytes()
+    commit = hub.add(REPO, {FILE: data, "README.md": b"# GGUF"})
+    plan = build_plan(ollama_variables(), {"gpus": [GPU]}, models=online(tmp_path, hub))
+    model = plan["model"]
+    assert model["weights_bytes"] == len(data)  # the file as listed: what Ollama loads
+    assert (
+        model["weights_source"]
+        == f"gguf file size, GGUF header (range requests) of {hub.url}/{REPO}/resolve/{commit}/{FILE}"
+        f" (main -> {commit})"
+    )
+    ranges = [r for _m, p, r in hub.requests if p.endswith(FILE)]
+    assert ranges[0] == "bytes=0-4095" and len(ranges) >= 3 and None not in ranges
+    hub.reset()
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    again = build_plan(ollama_variables(), {"gpus": [GPU]}, models=offline)
+    assert again["model"]["weights_bytes"] == len(data) and hub.requests == []
+    assert "kept in" in again["model"]["config_source"]
+
+
+def test_a_gguf_file_the_repo_lacks_names_the_variable_and_the_files(tmp_path, hub):
+    hub.add(REPO, {"Qwen3-8B-Q8_0.gguf": (GGUF / FILE).read_bytes()})
+    with pytest.raises(
+        PlanInputError,
+        match=r"inferops_model.file 'Qwen3-8B-Q4_K_M.gguf' is not in acme/Qwen3-8B-GGUF at main "
+        r".*its GGUF files: Qwen3-8B-Q8_0.gguf",
+    ):
+        build_plan(ollama_variables(), {"gpus": [GPU]}, models=online(tmp_path, hub))
+
+
+def test_a_gguf_header_cut_short_is_an_error_naming_the_file(tmp_path):
+    put_in_cache(tmp_path / "hub", REPO, COMMIT, {FILE: (GGUF / FILE).read_bytes()[:5000]})
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    with pytest.raises(PlanInputError) as error:
+        build_plan(ollama_variables(), {"gpus": [GPU]}, models=offline)
+    message = str(error.value)
+    assert (
+        f"inferops_model.file '{FILE}' at {tmp_path}/hub/models--acme--Qwen3-8B-GGUF/snapshots/{COMMIT}/{FILE}"
+        in message
+    )
+    assert "the GGUF header is cut short (it ends after 5000 bytes)" in message
+    assert "inferops_model.repo 'acme/Qwen3-8B-GGUF'" in message
+
+
+def test_a_gguf_in_the_cache_plans_offline_with_its_size(tmp_path):
+    put_in_cache(tmp_path / "hub", REPO, COMMIT, {FILE: (GGUF / FILE).read_bytes()})
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    model = build_plan(ollama_variables(), {"gpus": [GPU]}, models=offline)["model"]
+    assert model["weights_bytes"] == (GGUF / FILE).stat().st_size
+    assert model["commit"] == COMMIT
+
+
+def test_vllm_serving_a_gguf_takes_the_file_size_as_the_weights(tmp_path):
+    put_in_cache(tmp_path / "hub", REPO, COMMIT, {FILE: (GGUF / FILE).read_bytes()})
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": REPO, "revision": COMMIT, "file": FILE, "base_model": "Qwen/Qwen3-8B"},
+        "vllm_max_model_len": 8192,
+    }
+    model = build_plan(variables, {"gpus": [GPU]}, models=offline)["model"]
+    assert model["weights_source"].startswith("gguf file size, cache ")
+    assert abs(model["weights_bytes"] - (GGUF / FILE).stat().st_size) <= 16
