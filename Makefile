@@ -31,10 +31,16 @@ export NO_COLOR := 1
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# pip's own lines, filtered to what is being fetched and installed: a first build downloads about 600 MB
+# (1 to 2 minutes), which should not look like a hang.
 $(BIN)/.installed: tests/requirements-dev.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or 3.13 is required (set PYTHON=...)"; exit 1; }
+	@echo "== .venv: the pinned toolchain of tests/requirements-dev.txt (about 600 MB on a first build)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r tests/requirements-dev.txt
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off -r tests/requirements-dev.txt | \
+	  awk '/^Collecting /{n++; printf "  [%d] fetching %s\n", n, $$2; fflush()} \
+	       /^Installing collected packages/{printf "  installing %d packages...\n", n; fflush()} \
+	       /^Successfully installed/{print "  done"; fflush()}'
 	touch $@
 
 .PHONY: venv
@@ -122,9 +128,11 @@ test: ## everything CI runs, with a timing summary per stage
 clean: ## remove build outputs (keeps .venv and the Docker images)
 	rm -rf $(BUILD) tests/output
 
+# INVENTORY: a file or directory, relative to this checkout; PLAN_ARGS: more ansible-playbook arguments.
+INVENTORY ?= inventories/example
 .PHONY: plan
-plan: venv ## plan the example inventory (no root, GPU or network): reports in plans/, table printed
-	ansible-playbook -i inventories/example playbooks/plan.yml
+plan: venv ## plan INVENTORY (default the example; no root, GPU or network): reports in plans/, table and findings printed
+	ansible-playbook -i $(INVENTORY) playbooks/plan.yml $(PLAN_ARGS)
 
 .PHONY: accuracy
 accuracy: venv ## regenerate docs/accuracy.md: predicted vs logged vLLM startup figures

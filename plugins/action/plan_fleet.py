@@ -31,16 +31,21 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     plan_fleet_gateway,
     render_gateway_table,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import input_names
-from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VARIABLE_NAME_PATTERN, input_names
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
+    render_console,
+    render_markdown,
+    render_table,
+)
 
-_PREFIX_RE = re.compile(r"(?:inferops|vllm|ollama)_.*")
+_PREFIX_RE = re.compile(VARIABLE_NAME_PATTERN + ".*")
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "dest": {"type": "path", "required": True},
     "write_reports": {"type": "bool", "default": True},
     "mode": {"type": "raw", "default": "0644"},
+    "show": {"type": "bool", "default": True},
     "gateway": {"type": "str", "default": ""},
     "gateway_profiles": {"type": "list", "elements": "raw"},
     "gateway_backends": {"type": "list", "elements": "raw"},
@@ -74,8 +79,9 @@ def _gateway(
 
 def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
     """The host as the planner sees it, reading only the planning variables and facts."""
-    # Names only (iterating hostvars templates nothing): every vllm_/ollama_/inferops_ name for the
-    # unknown-variable check, and the values of the planning inputs alone (secrets are never templated).
+    # Names only (iterating hostvars templates nothing): every name with a collection prefix (inferops_,
+    # vllm_, ray_, gateway_, ...) for the unknown-variable check, and the values of the planning inputs
+    # alone (secrets are never templated).
     defined = [str(name) for name in host_vars if _PREFIX_RE.fullmatch(str(name))]
     names = [name for name in input_names() if name in defined]
     variables = {name: _plain(host_vars[name]) for name in names}
@@ -172,19 +178,22 @@ class ActionModule(ActionBase):
             check_errors[f"{gateway} (gateway)"] = [
                 f"{c['id']}: {c['message']}" for c in gateway_plan["checks"] if c["severity"] == "error"
             ]
-        table = render_table(
-            [plans.get(host) or {"host": host, "error": "; ".join(input_errors[host])} for host in planned]
-        )
-        if gateway_plan is not None:
-            table += ["", *render_gateway_table(gateway_plan)]
+        rows = [plans.get(host) or {"host": host} for host in planned]
+        gateway_lines = render_gateway_table(gateway_plan) if gateway_plan is not None else []
+        table = render_table(rows) + (["", *gateway_lines] if gateway_lines else [])
+        # The gateway's own checks are printed with its routes (gateway_lines); its input errors as findings.
+        console = render_console(rows, input_errors, gateway_lines)
+        if args["show"]:
+            self._display.display("\n".join(console))
         result.update(
             changed=bool(written),
             plans=plans,
             input_errors=input_errors,
             check_errors={host: errors for host, errors in check_errors.items() if errors},
             table=table,
+            console=console,
             gateway=gateway_plan,
-            gateway_table=render_gateway_table(gateway_plan) if gateway_plan is not None else [],
+            gateway_table=gateway_lines,
             written=written,
         )
         return result

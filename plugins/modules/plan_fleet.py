@@ -40,6 +40,12 @@ options:
     description: Permissions of the report files, as an octal string.
     type: raw
     default: "0644"
+  show:
+    description:
+      - Print RV(console) (the table, the gateway's routes and profiles, then every error and warning once,
+        grouped by host) on the controller's display, whatever the stdout callback.
+    type: bool
+    default: true
   gateway:
     description:
       - Inventory name of the gateway host (role M(inferops.llm.gateway)); empty for none.
@@ -102,7 +108,15 @@ check_errors:
   type: dict
   sample: {gpu03: ["memory-fit: vllm_max_model_len: ..."]}
 table:
-  description: The Markdown table of all plans, one string per line (what C(make plan) prints).
+  description: The Markdown table of all plans, one string per line, then the gateway's lines (RV(gateway_table)).
+  returned: always
+  type: list
+  elements: str
+console:
+  description:
+    - What O(show) prints, one string per line. RV(table) and a legend; the gateway's routes and profiles
+      (RV(gateway_table)); then, under C(findings), every error and warning once, grouped by host (for a host
+      that cannot be planned, each of its input errors). Each message names its variable and a value that passes.
   returned: always
   type: list
   elements: str

@@ -30,7 +30,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     plan_fleet_gateway,
     render_gateway_table,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_table  # noqa: E402
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_console  # noqa: E402
 
 INVENTORY = ROOT / "inventories" / "example"
 GOLDEN = ROOT / "tests" / "golden" / "plans"
@@ -94,7 +94,8 @@ def golden_plans() -> Dict[str, Dict[str, Any]]:
 
 
 def table_block(plans: Dict[str, Dict[str, Any]]) -> str:
-    table = [*render_table(list(plans.values())), "", *render_gateway_table(gateway_plan(plans))]
+    # What plan.yml prints (inferops.llm.plan_fleet's console): table, legend, gateway, findings.
+    table = render_console(list(plans.values()), None, render_gateway_table(gateway_plan(plans)))
     return "\n".join([BEGIN, "```text", *table, "```", END])
 
 

@@ -33,6 +33,7 @@ FINDING_IDS: Dict[str, str] = {
     "gateway-profile-parameter": "a profile's sampling or template field the engine or its version does not accept",
     "gateway-profile-unserved": "a gateway profile for a model no engine of the inventory serves",
     "gateway-reasoning-parser": "a thinking profile on a vLLM started without a reasoning parser",
+    "gpu-specs-unknown": "a GPU missing from the specs table: memory planned, no speed predicted",
     "kv-cache-dtype": "a KV cache dtype the release, GPU or backend refuses",
     "kv-scales-hybrid": "--calculate-kv-scales on a release or model that refuses it",
     "mamba-block-size": "the hybrid block size against max_num_batched_tokens",
@@ -58,7 +59,8 @@ FINDING_IDS: Dict[str, str] = {
     "tensor-parallel-divisibility": "a parallel layout the model's dimensions do not split into",
     "tool-call-parser": "a tool-call parser the release or model family lacks",
     "topology-assumed": "several GPUs planned without their topology",
-    "unknown-variable": "a vllm_/ollama_/inferops_ variable the collection does not define (warn mode)",
+    "vllm-api-key-required": "vLLM listening beyond loopback without vllm_api_key, which the vllm role refuses",
+    "unknown-variable": "a variable with a collection prefix the collection does not define (warn mode)",
 }
 
 

@@ -67,15 +67,35 @@ _TERMS, _SPECS = _load()
 _CACHE: Dict[str, Optional[GpuSpec]] = {}
 
 
+# Words that make a GPU another part than the desktop card of the same number (a laptop RTX 4090 has about
+# half the desktop card's bandwidth): a name with one of them matches only a term with one of them.
+_VARIANT_RE = re.compile(r"(?<![A-Z0-9])(LAPTOP|MOBILE|MAX-Q)(?![A-Z0-9])")
+
+
 def gpu_spec(name: str) -> Optional[GpuSpec]:
     """The spec row for a GPU name, or None when the model is not in the table."""
     key = str(name or "").upper()
     if key not in _CACHE:
+        variant = bool(_VARIANT_RE.search(key))
         _CACHE[key] = next(
-            (spec for term, spec in _TERMS if re.search(rf"(?<![A-Z0-9]){re.escape(term)}(?![A-Z0-9])", key)),
+            (
+                spec
+                for term, spec in _TERMS
+                if bool(_VARIANT_RE.search(term)) == variant
+                and re.search(rf"(?<![A-Z0-9]){re.escape(term)}(?![A-Z0-9])", key)
+            ),
             None,
         )
     return _CACHE[key]
+
+
+def add_row_hint(name: str) -> str:
+    """How to add a GPU to the table, for a finding's message."""
+    return (
+        f"add a row for {name!r} to plugins/module_utils/_hardware/gpu_specs.json (memory bandwidth, dense tensor "
+        "TFLOPS, boost clock and the datasheet URL, like the other rows; 'match' holds the name as nvidia-smi "
+        "prints it)"
+    )
 
 
 def gpu_models() -> List[str]:

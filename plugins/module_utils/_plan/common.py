@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import add_row_hint, gpu_spec
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _COMMIT_RE,
     HostInputs,
@@ -115,6 +117,16 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                 "or let the plan gather it from the host, for a layout that uses its real links",
             )
         )
+    for name in sorted({str(gpu.get("name") or "") for gpu in gpu_list}):
+        if gpu_spec(name) is None:
+            notes.append(
+                finding(
+                    "gpu-specs-unknown",
+                    "warning",
+                    f"{name or 'a GPU without a name'} is not in the GPU table: the plan predicts its memory but no "
+                    f"speed (no decode, prefill or TTFT figure); {add_row_hint(name)}",
+                )
+            )
     if topology is not None and len(topology["matrix"]) != len(gpu_list):
         raise PlanInputError(
             [
@@ -214,7 +226,10 @@ def plan_findings(
         if variable and str(variable) not in message:
             message = f"{variable}: {message}"
         suggested = item.get("suggested")
-        if variable and suggested not in (None, "", []) and str(suggested) not in message:
+        # Already named when the message has the value as a word of its own ("6" inside "576" or "64" is
+        # not the value 6).
+        shown = re.search(rf"(?<![\w.]){re.escape(str(suggested))}(?![\w.])", message)
+        if variable and suggested not in (None, "", []) and not shown:
             message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
         severity = item.get("severity") or "error"
         result.append(finding(str(item.get("id") or default_id), str(severity), message))

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
     SECRET_NAME_RE,
@@ -56,6 +57,26 @@ _HOST_NAME_RE = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Z
 # ollama role writes OLLAMA_HOST=<ollama_host>:<port>, which Ollama splits with net.SplitHostPort
 # (envconfig/config.go Host), so the address needs brackets there ("[::1]").
 _LISTEN_IPV6_BRACKETS = {"vllm_host": False, "ollama_host": True}
+
+
+# The addresses the vllm role serves without an API key (roles/vllm/vars/main.yml _vllm_loopback_hosts; a
+# unit test holds the two equal): any other vllm_host needs vllm_api_key, or the role refuses it.
+VLLM_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def vllm_key_finding(variables: Mapping[str, Any], defined: Iterable[str]) -> Optional[Dict[str, Any]]:
+    """The error the vllm role's preflight would raise after the driver and the download: a vllm_host that is
+    not loopback without vllm_api_key. ``defined``: the names the host defines (the key's value is never read)."""
+    host = variables.get("vllm_host")
+    if _is_unset(host) or str(host) in VLLM_LOOPBACK_HOSTS or "vllm_api_key" in set(defined):
+        return None
+    return finding_entry(
+        "vllm-api-key-required",
+        "error",
+        f"vllm_host is {host}, which is not loopback: the vllm role refuses to serve it without a key. Set "
+        "vllm_api_key (in Ansible Vault) so that the server requires it, or vllm_host: 127.0.0.1",
+        "vllm_api_key",
+    )
 
 
 def listen_address_error(value: Any, variable: str) -> str:
@@ -100,7 +121,22 @@ _STR_EXAMPLES = {
 # The variable that turns unknown vllm_/ollama_/inferops_ names from errors into warnings.
 UNKNOWN_SWITCH = "inferops_unknown_variables"
 UNKNOWN_MODES = ("error", "warn")
-_PREFIX_RE = re.compile(r"(?:vllm|ollama|inferops)_[A-Za-z0-9_]*")
+# The prefixes of the collection's public variables (one per role, plus inferops_): a host variable with one
+# of them that the collection does not define is a typo (unknown-variable). roles/plan/vars/main.yml and
+# plan_fleet select the names to check with VARIABLE_NAME_PATTERN.
+VARIABLE_PREFIXES = (
+    "inferops",
+    "vllm",
+    "ollama",
+    "ray",
+    "gateway",
+    "node_metrics",
+    "monitoring",
+    "model_download",
+    "nvidia_driver",
+)
+VARIABLE_NAME_PATTERN = "^(" + "|".join(VARIABLE_PREFIXES) + ")_"
+_PREFIX_RE = re.compile(r"(?:" + "|".join(VARIABLE_PREFIXES) + r")_[A-Za-z0-9_]*")
 _KNOWN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_variables.json")
 with open(_KNOWN_FILE, encoding="utf-8") as _handle:
     KNOWN_VARIABLES = json.load(_handle)
@@ -140,7 +176,15 @@ _STANDBY_KEYS = ("version", "model", "gpus", *(s.name for s in _STANDBY_SETTINGS
 
 # Inputs beside the engine settings: layout requests and pass-through values.
 _EXTRA_VARS = {
-    "vllm": ("vllm_gpus", "vllm_extra_args", "vllm_environment", STANDBY_VAR, "vllm_device", "vllm_cpu_kvcache_space"),
+    "vllm": (
+        "vllm_gpus",
+        "vllm_extra_args",
+        "vllm_environment",
+        STANDBY_VAR,
+        "vllm_device",
+        "vllm_cpu_kvcache_space",
+        "vllm_host",  # the vllm role's listen address: checked here so that the role does not refuse it later
+    ),
     "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
@@ -622,7 +666,7 @@ def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workl
 
 
 def known_names() -> List[str]:
-    """Every vllm_*, ollama_* and inferops_* name the collection defines (planning inputs, role options, facts)."""
+    """Every name with a prefix of VARIABLE_PREFIXES the collection defines (planning inputs, role options, facts)."""
     names = set(input_names())
     for role_names in KNOWN_VARIABLES["role_options"].values():
         names.update(role_names)
@@ -737,6 +781,10 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
                 f"{STANDBY_VAR} describes an Ollama kept beside vLLM; on an Ollama host use inferops_model and the "
                 "ollama_* variables instead"
             )
+    if engine == "vllm" and not _is_unset(variables.get("vllm_host")):
+        address_error = listen_address_error(variables.get("vllm_host"), "vllm_host")
+        if address_error:
+            errors.append(address_error)
     standby_ollama = _validate_standby_ollama(variables.get(STANDBY_VAR), errors) if engine == "vllm" else None
     device, kv_space = _validate_device(variables, engine, errors)
     workload = _validate_workload(variables, errors)

@@ -20,7 +20,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_t
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import _number, validate_inputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    _number,
+    validate_inputs,
+    vllm_key_finding,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
@@ -61,6 +65,9 @@ def build_plan(
         engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
+    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
+        refused = vllm_key_finding(variables, list(variables) if defined is None else defined)
+        unknown += [refused] if refused else []
     plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
     plan["model"].update(source_keys(inputs))
     revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))

@@ -26,6 +26,14 @@ TABLE_COLUMNS = (
 )
 
 
+# Printed under the table on the console (make plan), for the columns that need a word.
+TABLE_LEGEND = (
+    "vLLM figures are per GPU, Ollama's totals; concurrency: full-length sequences the KV cache holds at the "
+    "context length, then the sequences run at once at inferops_context_tokens (max_num_seqs and the KV cache "
+    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together)"
+)
+
+
 def _num(value: Any, digits: int = 2) -> str:
     if value is None:
         return "-"
@@ -73,16 +81,22 @@ def _concurrency(plan: Mapping[str, Any]) -> str:
     settings = plan.get("settings") or {}
     length = (settings.get("max_model_len") or settings.get("context_length") or {}).get("value")
     suffix = f" @ {_num(length)}" if isinstance(length, int) else ""
-    return f"{conc:.2f}x{suffix}" if isinstance(conc, float) else f"{conc}x{suffix}"
+    text = f"{conc:.2f}x{suffix}" if isinstance(conc, float) else f"{conc}x{suffix}"
+    # Beside it, the sequences run at once at the expected context (inferops_context_tokens): what the
+    # settings allow (max_num_seqs) and the KV cache holds, and what the speed prediction uses.
+    performance = plan.get("performance") or {}
+    at, context = performance.get("concurrency"), performance.get("context_tokens")
+    if isinstance(at, int) and isinstance(context, int) and context != length:
+        text += f", {at} @ {_num(context)}"
+    return text
 
 
 def table_row(plan: Mapping[str, Any]) -> List[str]:
     """The table cells of one plan (a plan without ``engine`` is a host whose planning failed)."""
     host = str(plan.get("host", "?"))
     if not plan.get("engine"):
-        return [host, "-", "no plan: " + str(plan.get("error") or "its inputs are invalid")] + [""] * (
-            len(TABLE_COLUMNS) - 3
-        )
+        # The reasons go below the table (render_findings), not into one long cell.
+        return [host, "-", "no plan: its inputs are refused (below)"] + [""] * (len(TABLE_COLUMNS) - 3)
     model = plan.get("model") or {}
     layout = plan.get("layout") or {}
     memory = plan.get("memory") or {}
@@ -127,6 +141,51 @@ def render_table(plans: Sequence[Mapping[str, Any]]) -> List[str]:
 
     separator = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
     return [line(rows[0]), separator] + [line(row) for row in rows[1:]]
+
+
+def render_findings(
+    plans: Sequence[Mapping[str, Any]], refused: Optional[Mapping[str, Sequence[str]]] = None
+) -> List[str]:
+    """What the console shows below the table: every error and warning once, grouped by host.
+
+    plans: the table's plans, in its order (a plan without ``engine`` is a refused host); refused: each
+    refused host's input errors (each names its variable and a value that passes). A check's message
+    names the variable to change and a value that passes (docs/checks.md); notes (``info``) stay in the
+    host's Markdown report.
+    """
+    refused = refused or {}
+    lines: List[str] = []
+    for plan in plans:
+        host = str(plan.get("host", "?"))
+        if not plan.get("engine"):
+            reasons = list(refused.get(host) or [plan.get("error") or "its inputs are invalid"])
+            lines.append(f"{host}: no plan, {len(reasons)} input error{'s' if len(reasons) != 1 else ''}:")
+            lines += [f"  error: {reason}" for reason in reasons]
+            continue
+        checks = [c for c in plan.get("checks") or [] if c.get("severity") in ("error", "warning")]
+        checks.sort(key=lambda c: c.get("severity") != "error")  # errors first, each group in plan order
+        if checks:
+            lines.append(f"{host}:")
+            lines += [f"  {c['severity']}: {c['id']}: {c['message']}" for c in checks]
+    extra = [host for host in refused if host not in {str(p.get("host")) for p in plans}]
+    for host in extra:  # e.g. the gateway's own inputs
+        lines.append(f"{host}: {len(refused[host])} input error{'s' if len(refused[host]) != 1 else ''}:")
+        lines += [f"  error: {reason}" for reason in refused[host]]
+    if not lines:
+        return ["findings: no errors or warnings (notes, if any, are in each host's report)"]
+    return ["findings (errors and warnings; notes are in each host's report):", *lines]
+
+
+def render_console(
+    plans: Sequence[Mapping[str, Any]],
+    refused: Optional[Mapping[str, Sequence[str]]] = None,
+    gateway_lines: Sequence[str] = (),
+) -> List[str]:
+    """What plan.yml prints: the table, its legend, the gateway's lines, then the findings."""
+    lines = [*render_table(plans), TABLE_LEGEND]
+    if gateway_lines:
+        lines += ["", *gateway_lines]
+    return [*lines, "", *render_findings(plans, refused)]
 
 
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:

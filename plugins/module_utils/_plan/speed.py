@@ -238,8 +238,16 @@ def performance_section(
         "(docs/performance-accuracy.md)"
     )
     if unknown:
-        section["basis"] += f"; {', '.join(unknown)} not in the GPU table: mid-range figures assumed"
+        # No invented speed (the gpu-specs-unknown finding says how to add the row): the layout is still
+        # ranked on mid-range figures, which compare layouts of the same GPUs, but no figure is reported.
+        section["basis"] = f"{', '.join(unknown)} not in the GPU table (gpu_specs.json): no speed predicted"
+        for entry in (section, *section["alternatives"]):
+            entry.update({key: None for key in SPEED_FIGURES if key in entry})
     return section
+
+
+# The figures of a performance section that depend on the GPU's speed (concurrency does not).
+SPEED_FIGURES = ("single_stream_decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s")
 
 
 def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:

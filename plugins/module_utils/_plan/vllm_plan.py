@@ -20,6 +20,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    SWITCH_OFF,
     VLLM_SETTINGS,
     ResolvedSettings,
     SettingsContext,
@@ -384,7 +385,7 @@ def vllm_plan(
             driver=driver_facts(gear.driver),
         )
     )
-    findings = list(gear.notes) + findings
+    findings = list(gear.notes) + findings + _batch_cap_note(settings) + _choice_notes(settings, architecture)
     reported = {f["id"] for f in findings}
     for fact in figures["findings"]:
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
@@ -423,6 +424,57 @@ def vllm_plan(
     if cluster is not None:
         plan["cluster"] = cluster.section()
     return plan
+
+
+def _batch_cap_note(settings: Mapping[str, Any]) -> list:
+    """An info finding when the plan caps max_num_seqs below vLLM's default (only for a physical reason)."""
+    entry = settings.get("max_num_seqs") or {}
+    if entry.get("source") != "chosen":
+        return []
+    message = (
+        f"max_num_seqs is {entry['value']} instead of vLLM's default: {entry.get('reason')}. "
+        "Set vllm_max_num_seqs to choose otherwise"
+    )
+    return [finding("max-num-seqs", "info", message)]
+
+
+def _choice_notes(settings: Mapping[str, Any], architecture: ModelArchitecture) -> list:
+    """Info findings for choices of the plan that change what clients get, each saying how to choose otherwise."""
+    notes = []
+    kv = settings.get("kv_cache_dtype") or {}
+    if kv.get("source") == "chosen" and str(kv.get("value")).startswith("fp8"):
+        notes.append(
+            finding(
+                "kv-cache-dtype",
+                "info",
+                f"the plan chose kv_cache_dtype {kv['value']} ({kv.get('reason')}); FP8 keys and values round the "
+                "attention inputs, which can change outputs slightly. vllm_kv_cache_dtype: auto keeps the model's "
+                "dtype at twice the KV memory",
+            )
+        )
+    for name, check in (("tool_call_parser", "tool-call-parser"), ("reasoning_parser", "reasoning-parser")):
+        entry = settings.get(name) or {}
+        if entry.get("source") == "chosen" and entry.get("value"):
+            notes.append(
+                finding(
+                    check,
+                    "info",
+                    f"the plan chose {name} {entry['value']} ({entry.get('reason')}); set vllm_{name} to another "
+                    f"parser, or to {SWITCH_OFF} to start vLLM without one",
+                )
+            )
+    length = (settings.get("max_model_len") or {}).get("value")
+    model_len = architecture.derived_max_model_len
+    if isinstance(length, int) and model_len and length < model_len:
+        notes.append(
+            finding(
+                "context-length",
+                "info",
+                f"max_model_len {length:,} is shorter than the model's {model_len:,} tokens: longer requests are "
+                f"refused. vllm_max_model_len: {model_len} (or auto) serves the model's full length if it fits",
+            )
+        )
+    return notes
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:

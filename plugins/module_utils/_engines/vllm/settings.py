@@ -14,7 +14,6 @@ the planner loop (``_plan/planner.py``) resolves again until nothing changes. No
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -387,8 +386,10 @@ def refine_with_budget(
     """The budget-dependent choices that differ from ``settings``, given a budget of ``settings.values``.
 
     max_num_batched_tokens: at least the hybrid block size where the release asserts it (align mode).
-    max_num_seqs: no more sequences than the KV cache holds at max_model_len, no more than half the blocks
-    pinned by recurrent state, and at most max_num_batched_tokens. Empty when nothing changes (the planner
+    max_num_seqs: vLLM's default (its scheduler admits requests by the KV blocks they really use, so short
+    requests share a cache that holds few full-length ones), capped only for a physical reason: no more than
+    half the blocks pinned by recurrent state (hybrid models), and at most max_num_batched_tokens. Empty when
+    nothing changes (the planner
     loop stops); one setting at a time, batch size first, as each changes the budget.
     """
     vv, ver = ctx.version, ctx.version.number
@@ -417,17 +418,19 @@ def refine_with_budget(
     if _unset(inventory.get("max_num_seqs")):
         default_seqs = defaults["max_num_seqs"]
         fit, why = default_seqs, f"vLLM default for {_device_class(ctx)} ({default_seqs})"
-        concurrency = figures.get("max_concurrency")
-        if concurrency is not None and fit > max(1, math.floor(float(concurrency))):
-            fit = max(1, math.floor(float(concurrency)))
-            why = f"the KV cache holds {float(concurrency):.2f} sequences at max_model_len"
         blocks = figures.get("num_blocks")
         groups = (figures.get("layout") or {}).get("groups") or []
         state = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
         if hybrid and blocks and state and fit * state * 2 > int(blocks):
             fit = max(1, int(blocks) // (2 * state))
-            why = f"each sequence pins {state} of {blocks} KV blocks for its recurrent state; half stay for tokens"
-        fit = min(fit, int(values["max_num_batched_tokens"]))
+            why = (
+                f"each sequence pins {state} of the {blocks} KV cache blocks for its recurrent state, whatever its"
+                f" length: {fit} sequences leave half of them for attention tokens"
+            )
+        if fit > int(values["max_num_batched_tokens"]):
+            fit = int(values["max_num_batched_tokens"])
+            why = f"vLLM refuses more sequences than max_num_batched_tokens ({fit})"
+
         if fit != values["max_num_seqs"]:
             return {"max_num_seqs": _entry(fit, "chosen" if fit != default_seqs else "default", why)}
     return {}

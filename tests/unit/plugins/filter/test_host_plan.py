@@ -155,10 +155,35 @@ def test_plan_playbook_fails_at_the_end_after_writing_every_report(tmp_path):
     )
     assert result.returncode != 0
     assert sorted(p.stem for p in (tmp_path / "plans").glob("*.json")) == ["good", "quantized-kv-without-fa"]
-    assert "ollama_version is required and must be an exact ollama release" in result.stdout
-    table = result.stdout.index("| host ")
-    assert result.stdout.index("ollama-kv-quantized-without-fa: ") > table  # the failure comes after the table
-    assert "no plan" in result.stdout[table:]
+    out = result.stdout
+    table = out.index("| host ")
+    assert '"| host' not in out  # a readable table, not a JSON-quoted list of lines
+    findings = out.index("findings (errors and warnings")
+    assert findings > table
+    # Each error once, below the table and grouped by host; the refused host's reasons too, not in its cell.
+    assert out.count("ollama-kv-quantized-without-fa: ") == 1
+    assert out.index("ollama-kv-quantized-without-fa: ") > out.index("\nquantized-kv-without-fa:\n", findings)
+    assert out.count("ollama_version is required and must be an exact ollama release") == 1
+    assert out.index("ollama_version is required") > out.index("\nno-version: no plan, 2 input errors:\n", findings)
+    row = next(line for line in out.splitlines() if line.startswith("| no-version "))
+    assert "no plan" in row and "ollama_version" not in row
+    # The failure names the hosts, not the errors again.
+    assert "2 host(s) cannot be planned or fail their checks: no-version, quantized-kv-without-fa" in out
+
+
+def test_plan_playbook_shows_the_warning_of_a_host_without_topology(tmp_path):
+    """Two GPUs declared without inferops_gpu_topology_text: the console says topology-assumed, and why."""
+    two = [dict(HARDWARE["gpus"][0], index=i) for i in (0, 1)]
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {"two-gpus": {**VARIABLES, "inferops_gpus": two}}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "h"))
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-4000:]
+    plan = json.loads((tmp_path / "plans" / "two-gpus.json").read_text())
+    (assumed,) = [c for c in plan["checks"] if c["id"] == "topology-assumed"]
+    assert f"{assumed['severity']}: topology-assumed: {assumed['message']}" in result.stdout
 
 
 def _site_plan(tmp_path, limit):
@@ -193,3 +218,17 @@ def test_site_refuses_a_play_without_every_node_of_the_cluster(tmp_path):
     assert result.returncode != 0
     assert "inferops_cluster lab: ws-a of the inventory are not in this play" in result.stdout
     assert not (tmp_path / "plans").exists()
+
+
+def test_plan_playbook_refuses_a_typo_in_another_roles_variable(tmp_path):
+    """ray_auth_tokn (meant: ray_auth_token) is caught by plan.yml, before site.yml would ignore it."""
+    inventory = tmp_path / "inventory.yml"
+    host = {**VARIABLES, "inferops_gpus": HARDWARE["gpus"], "ray_auth_tokn": "x"}
+    inventory.write_text(json.dumps({"all": {"hosts": {"typo": host}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "h"))
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert result.stdout.count("ray_auth_tokn is not a variable of inferops.llm") == 1
+    assert "did you mean ray_auth_token?" in result.stdout

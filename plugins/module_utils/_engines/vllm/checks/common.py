@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
@@ -78,7 +79,9 @@ def model_family(model: Any, repo: str = "") -> Optional[str]:
     if arch.startswith("GptOss"):
         return "gpt-oss"
     if arch.startswith("DeepseekV3"):
-        return "deepseek-v3"
+        # R1 shares V3's architecture but always thinks; V3 (and V3.1's default mode) answers directly, and
+        # R1's parser would move such an answer into reasoning_content.
+        return "deepseek-r1" if re.search(r"(?<![a-z0-9])r1(?![0-9])", repo_lower) else "deepseek-v3"
     if arch.startswith("Glm4Moe"):
         return "glm4.5"
     return None

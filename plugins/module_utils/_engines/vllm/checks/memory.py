@@ -162,9 +162,10 @@ def check_max_num_seqs(
                 "max-num-seqs",
                 "info",
                 f"the KV cache holds {float(concurrency):.2f} sequences of max_model_len at once; with max_num_seqs "
-                f"{seqs} shorter requests share it and full-length ones queue",
+                f"{seqs} shorter requests share it (vLLM admits a request by the blocks it uses) and full-length "
+                "ones queue",
                 "vllm_max_num_seqs",
-                max(1, math.floor(float(concurrency))),
+                None,
             )
         )
     return findings

@@ -65,7 +65,8 @@ FAMILIES: Dict[str, Family] = {
         Family("llama4", ("llama4_pythonic", "llama4_json"), (), "Llama 4 emits pythonic tool calls"),
         Family("mistral", ("mistral",), ("mistral",), "Mistral models use [TOOL_CALLS]"),
         Family("gpt-oss", ("openai",), ("openai_gptoss",), "gpt-oss uses the harmony format"),
-        Family("deepseek-v3", ("deepseek_v3", "deepseek_v31"), ("deepseek_r1", "deepseek_v3"), "DeepSeek-V3/R1 format"),
+        Family("deepseek-v3", ("deepseek_v3", "deepseek_v31"), ("deepseek_v3",), "DeepSeek-V3 format"),
+        Family("deepseek-r1", ("deepseek_v3", "deepseek_v31"), ("deepseek_r1",), "DeepSeek-R1 (V3 format, thinks)"),
         Family("glm4.5", ("glm45", "glm47"), ("glm45", "glm47"), "GLM-4.5+ XML tool calls"),
     )
 }

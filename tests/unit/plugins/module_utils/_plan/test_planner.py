@@ -715,7 +715,10 @@ def test_standby_ollama_belongs_to_vllm_hosts():
 def test_with_a_fixed_kv_cache_size_vllm_holds_what_it_uses():
     # vllm_kv_cache_memory_bytes replaces gpu_memory_utilization: vLLM holds weights, overhead and that KV cache.
     standby = dict(STANDBY, gpus=[0], context_length=4096)
-    variables, hardware = vllm_on_gpu0_of_two_3090s(inferops_standby_ollama=standby, vllm_max_model_len=4096)
+    # 16 sequences: vLLM's default 256 would warm the sampler up over 256 x the vocabulary (2 GiB more overhead).
+    variables, hardware = vllm_on_gpu0_of_two_3090s(
+        inferops_standby_ollama=standby, vllm_max_model_len=4096, vllm_max_num_seqs=16
+    )
     assert "ollama-coresidency" in ids(build_plan(variables, hardware))
     variables["vllm_kv_cache_memory_bytes"] = "1g"
     plan = build_plan(variables, hardware)

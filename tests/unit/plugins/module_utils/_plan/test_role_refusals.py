@@ -1,0 +1,61 @@
+"""Refusals a role would make after the driver and the download are plan findings first (issue 26)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VLLM_LOOPBACK_HOSTS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+ROOT = Path(__file__).resolve().parents[5]
+VARIABLES = {
+    "inferops_engine": "vllm",
+    "vllm_version": "0.33.0",
+    "inferops_model": {
+        "repo": "meta-llama/Llama-3.1-8B-Instruct",
+        "revision": "0e9e39f249a16976918f6564b8830bc894c89659",
+    },
+    "vllm_max_model_len": 8192,
+}
+HARDWARE = {
+    "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 4090", "memory_mib": 24564, "compute_capability": "8.9"}],
+    "topology": {},
+    "driver": {},
+}
+
+
+def test_the_plan_and_the_vllm_role_share_the_loopback_addresses():
+    role_vars = yaml.safe_load((ROOT / "roles" / "vllm" / "vars" / "main.yml").read_text())
+    assert tuple(role_vars["_vllm_loopback_hosts"]) == VLLM_LOOPBACK_HOSTS
+
+
+@pytest.mark.parametrize(
+    "host, key, refused",
+    [
+        ("0.0.0.0", False, True),
+        ("192.168.1.20", False, True),
+        ("0.0.0.0", True, False),
+        ("127.0.0.1", False, False),
+        ("localhost", False, False),
+        (None, False, False),
+    ],
+)
+def test_vllm_beyond_loopback_needs_a_key(host, key, refused):
+    variables = dict(VARIABLES, vllm_host=host)
+    defined = list(variables) + (["vllm_api_key"] if key else [])
+    plan = build_plan(variables, HARDWARE, defined=defined)
+    errors = [c for c in plan["checks"] if c["id"] == "vllm-api-key-required"]
+    assert bool(errors) == refused
+    if refused:
+        assert errors[0]["severity"] == "error"
+        assert "vllm_api_key" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
+        # The service contract carries it: the engine role refuses to start while it is there.
+        assert any(e.startswith("vllm-api-key-required:") for e in plan["service"]["errors"])
+
+
+def test_a_vllm_host_that_cannot_be_listened_on_is_an_input_error():
+    with pytest.raises(ValueError, match="vllm_host"):
+        build_plan(dict(VARIABLES, vllm_host="0.0.0.0:8000"), HARDWARE)
