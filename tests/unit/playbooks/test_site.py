@@ -81,3 +81,23 @@ def test_plan_playbook_on_a_gateway_only_host_plans_no_engine(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["gateway.json"]
     assert "inferops_engine is required" not in result.stdout
+
+
+LOCK_TASK = "Take this host's run lock"
+UNLOCK_TASK = "Release this host's run lock"
+
+
+def test_every_play_rolls_serially_and_locks_the_host(tmp_path):
+    """Both plays: serial from inferops_serial (default 1); the lock taken and released whatever the tags."""
+    import yaml
+
+    plays = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    assert [play["serial"] for play in plays] == ["{{ inferops_serial | default(1) }}"] * 2
+    for play in plays:
+        names = [task["name"] for task in play["tasks"]]
+        assert LOCK_TASK in names
+        (block,) = [task for task in play["tasks"] if "block" in task]
+        assert [task["name"] for task in block["always"]] == [UNLOCK_TASK]
+        assert names.index(LOCK_TASK) == names.index(block["name"]) - 1
+    out = _list_tasks(tmp_path, ["--tags", "benchmark"])
+    assert out.count("Take the host's run lock, waiting for another run's") == 2  # whatever the tags
