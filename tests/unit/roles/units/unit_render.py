@@ -35,7 +35,7 @@ for key, (role, template, overrides) in jobs.items():
         except FileNotFoundError:
             pass
     variables.update(overrides)
-    text = open(f"{root}/roles/{role}/templates/{template}").read()
+    text = template[5:] if template.startswith("expr:") else open(f"{root}/roles/{role}/templates/{template}").read()
     try:
         out[key] = {"text": Templar(loader=loader, variables=variables).template(trust_as_template(text))}
     except Exception as error:
@@ -45,7 +45,10 @@ json.dump(out, sys.stdout)
 
 
 def render_all(jobs: Mapping[str, Tuple[str, str, Mapping[str, Any]]]) -> Dict[str, Dict[str, str]]:
-    """{key: (role, template, overrides)} -> {key: {"text": ...} or {"error": ...}}, in one child process."""
+    """{key: (role, template, overrides)} -> {key: {"text": ...} or {"error": ...}}, in one child process.
+
+    ``template`` is a file of roles/<role>/templates, or ``expr:`` and a template text (e.g. a role variable).
+    """
     result = subprocess.run(
         [sys.executable, "-c", _CHILD, str(COLLECTIONS), str(ROOT)],
         input=json.dumps(jobs), capture_output=True, text=True, check=False,
