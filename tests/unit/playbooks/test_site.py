@@ -65,6 +65,7 @@ def test_a_host_that_only_runs_the_gateway_skips_the_engine_stages(tmp_path):
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", str(inventory), "playbooks/site.yml", "--tags", "plan", "-c", "local"]
     argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    argv += ["-e", f"inferops_lock_path={tmp_path}/run.lock"]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "inferops_engine is required" not in result.stdout
@@ -77,6 +78,7 @@ def test_plan_playbook_on_a_gateway_only_host_plans_no_engine(tmp_path):
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-c", "local"]
     argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    argv += ["-e", f"inferops_lock_path={tmp_path}/run.lock"]
     result = subprocess.run(argv, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["gateway.json"]
