@@ -74,6 +74,20 @@ class BadRequestError(Exception):
     pass
 
 
+class InternalServerError(Exception):
+    """Named as LiteLLM's: what its proxy raised for a closed vLLM port (LiteLLM 1.109.1, measured)."""
+
+
+def _raised_while_refused(message):
+    try:
+        raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)")
+    except ConnectionRefusedError:
+        try:
+            raise InternalServerError(message)
+        except InternalServerError as error:
+            return error
+
+
 @pytest.mark.parametrize(
     ("error", "why"),
     [
@@ -81,6 +95,9 @@ class BadRequestError(Exception):
         (LiteLLMConnectionSubclass("x"), "does not accept connections"),
         (RouterRateLimitError("No deployments available"), "cool-down"),
         (BadRequestError("bad"), None),
+        (_raised_while_refused("litellm.InternalServerError: Hosted_vllmException"), "does not accept connections"),
+        (InternalServerError("Hosted_vllmException - Cannot connect to host 10.0.0.5:8000 ssl:None"), "does not"),
+        (InternalServerError("the engine crashed while decoding"), None),
         (ValueError("other"), None),
     ],
 )
