@@ -8,8 +8,8 @@ Run by ``inferops-watchdog@<service>.timer`` every few seconds as a oneshot:
     inferops_watchdog.py /etc/inferops/watchdog/<service>.json
 
 The JSON file names ``unit``, ``url``, ``failure_sec`` (how long a process that answered once may go without
-answering) and optionally ``request_timeout``. Between runs it keeps, per unit, the process it watched and
-since when that process has not answered (``/run/inferops-watchdog/<unit>.json``).
+answering) and optionally ``request_timeout`` and ``state_dir``. Between runs it keeps, per unit, the process
+it watched and since when that process has not answered (``/run/inferops-watchdog/<unit>.json``).
 
 What it leaves alone: a unit that is not active (systemd's ``Restart=`` deals with a process that ended), and
 a process that has not answered yet while it is younger than the unit's own start timeout
@@ -105,7 +105,8 @@ def main(argv: list) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         config = json.load(handle)
     unit = config["unit"]
-    state_file = os.path.join(STATE_DIR, unit + ".json")
+    state_dir = config.get("state_dir", STATE_DIR)
+    state_file = os.path.join(state_dir, unit + ".json")
     try:
         with open(state_file, encoding="utf-8") as handle:
             state = json.load(handle)
@@ -114,7 +115,7 @@ def main(argv: list) -> int:
     props = _show(unit)
     answered = props.get("ActiveState") == "active" and _probe(config["url"], float(config.get("request_timeout", 10)))
     why, state = decide(props, state, answered, time.monotonic(), float(config["failure_sec"]))
-    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
     with open(state_file + ".tmp", "w", encoding="utf-8") as handle:
         json.dump(state, handle)
     os.replace(state_file + ".tmp", state_file)
