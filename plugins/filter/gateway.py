@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm.gateway_key_errors and inferops.llm.gateway_key_table filters (documented in their .yml files)."""
+"""The inferops.llm.gateway_key_errors, gateway_key_table and gateway_retry_policy filters (see their .yml)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typing as t
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import key_errors, key_table
+from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import key_errors, key_table, retry_policy
 
 
 def gateway_key_errors(keys: t.Any, master_key: t.Any = "") -> list[str]:
@@ -24,6 +24,19 @@ def gateway_key_table(keys: t.Any) -> dict[str, t.Any]:
     return key_table(keys)
 
 
+def gateway_retry_policy(model_list: t.Any) -> dict[str, t.Any]:
+    """LiteLLM's model_group_retry_policy for a model_list: no retry where a name has one replica."""
+    if not isinstance(model_list, list):
+        raise AnsibleFilterError(
+            f"gateway_retry_policy expects LiteLLM's model_list, not a {type(model_list).__name__}"
+        )
+    return retry_policy(model_list)
+
+
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
-        return {"gateway_key_errors": gateway_key_errors, "gateway_key_table": gateway_key_table}
+        return {
+            "gateway_key_errors": gateway_key_errors,
+            "gateway_key_table": gateway_key_table,
+            "gateway_retry_policy": gateway_retry_policy,
+        }

@@ -1,7 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names
-(each documented in <name>.yml beside this file)."""
+"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names,
+alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside this file)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
-from ansible_collections.inferops.llm.plugins.module_utils._plan import metrics, scrape
+from ansible_collections.inferops.llm.plugins.module_utils._plan import alerting, metrics, scrape
 
 
 def plan_metrics(plan: t.Any, measured: t.Any = None) -> str:
@@ -49,6 +49,19 @@ def promql_metric_names(expr: t.Any) -> list[str]:
     return scrape.metric_names_in(str(expr))
 
 
+def alertmanager_config_errors(receivers: t.Any, smtp: t.Any = None, route: t.Any = None) -> list[str]:
+    """Why monitoring_alert_receivers, monitoring_alert_smtp or monitoring_alert_route cannot be used."""
+    return alerting.alertmanager_config(_plain(receivers), _plain(smtp), _plain(route))[1]
+
+
+def alertmanager_config(receivers: t.Any, smtp: t.Any = None, route: t.Any = None) -> dict[str, t.Any]:
+    """Alertmanager's configuration: one route per receiver, every matching alert to every receiver."""
+    config, errors = alerting.alertmanager_config(_plain(receivers), _plain(smtp), _plain(route))
+    if errors:
+        raise AnsibleFilterError("alertmanager_config: " + "; ".join(errors))
+    return config
+
+
 class FilterModule:
     """Observability filters."""
 
@@ -58,4 +71,6 @@ class FilterModule:
             "converge_metrics": converge_metrics,
             "scrape_targets": scrape_targets,
             "promql_metric_names": promql_metric_names,
+            "alertmanager_config": alertmanager_config,
+            "alertmanager_config_errors": alertmanager_config_errors,
         }

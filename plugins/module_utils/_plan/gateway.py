@@ -354,6 +354,21 @@ def model_list(backends: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping
     return entries
 
 
+def retry_policy(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, int]]:
+    """LiteLLM's ``model_group_retry_policy``: no retry for a model name with one replica.
+
+    The router retries a failed request on another replica of the same name at once; with one replica it
+    retries that replica with a back-off (router ``_time_to_sleep_before_retry``, LiteLLM 1.109.1), which is
+    what kept a client waiting 16 s for a 500 while the engine was down. ``DefaultRetries: 0`` covers the
+    connection errors of an engine that is down (APIConnectionError has no retry-policy field of its own).
+    """
+    replicas: Dict[str, int] = {}
+    for entry in entries:
+        name = str(entry.get("model_name", ""))
+        replicas[name] = replicas.get(name, 0) + 1
+    return {name: {"DefaultRetries": 0} for name, count in sorted(replicas.items()) if count == 1 and name}
+
+
 def render_gateway_table(gateway: Mapping[str, Any]) -> List[str]:
     """The routes and profiles as text lines (``make plan`` prints them under the hosts' table)."""
     lines = ["gateway routes (model name -> backends):"]

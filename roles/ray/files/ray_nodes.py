@@ -8,7 +8,8 @@ Run by the ray role with the Python of the Ray environment:
 
 Prints one JSON object: ``nodes`` (what the GCS reports), ``missing`` (each expected host that is not alive
 with its GPUs, and why) and ``error`` (the GCS could not be asked), asking again every ``--interval``
-seconds until nothing is missing or ``--wait`` seconds passed. Exits 0 either way: the role decides.
+seconds until nothing is missing or ``--wait`` seconds passed. Exits 0 either way (the role decides), or with
+``--require`` 1 while a node is missing: the head's vLLM unit runs it so before each start (ExecStartPre=).
 ``compare`` is plain Python (no Ray) so that it is unit-tested on its own.
 """
 
@@ -95,6 +96,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--wait", type=float, default=0.0)
     parser.add_argument("--interval", type=float, default=5.0)
+    parser.add_argument("--require", action="store_true", help="exit 1 while an expected node is missing")
     parser.add_argument("expected", nargs="*")
     args = parser.parse_intermixed_args(argv)
     expected = parse_expected(args.expected)
@@ -104,7 +106,7 @@ def main(argv: Sequence[str]) -> int:
         result = ask(args.address, args.timeout, expected)
         if not result["missing"] or time.monotonic() >= deadline:
             print(json.dumps(result))
-            return 0
+            return 1 if args.require and result["missing"] else 0
         time.sleep(args.interval)
 
 

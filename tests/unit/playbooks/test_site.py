@@ -65,6 +65,7 @@ def test_a_host_that_only_runs_the_gateway_skips_the_engine_stages(tmp_path):
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", str(inventory), "playbooks/site.yml", "--tags", "plan", "-c", "local"]
     argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    argv += ["-e", f"inferops_lock_path={tmp_path}/run.lock"]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "inferops_engine is required" not in result.stdout
@@ -77,7 +78,28 @@ def test_plan_playbook_on_a_gateway_only_host_plans_no_engine(tmp_path):
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "-i", str(inventory), "playbooks/plan.yml", "-c", "local"]
     argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    argv += ["-e", f"inferops_lock_path={tmp_path}/run.lock"]
     result = subprocess.run(argv, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["gateway.json"]
     assert "inferops_engine is required" not in result.stdout
+
+
+LOCK_TASK = "Take this host's run lock"
+UNLOCK_TASK = "Release this host's run lock"
+
+
+def test_every_play_rolls_serially_and_locks_the_host(tmp_path):
+    """Both plays: serial from inferops_serial (default 1); the lock taken and released whatever the tags."""
+    import yaml
+
+    plays = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    assert [play["serial"] for play in plays] == ["{{ inferops_serial | default(1) }}"] * 2
+    for play in plays:
+        names = [task["name"] for task in play["tasks"]]
+        assert LOCK_TASK in names
+        (block,) = [task for task in play["tasks"] if "block" in task]
+        assert [task["name"] for task in block["always"]] == [UNLOCK_TASK]
+        assert names.index(LOCK_TASK) == names.index(block["name"]) - 1
+    out = _list_tasks(tmp_path, ["--tags", "benchmark"])
+    assert out.count("Take the host's run lock, waiting for another run's") == 2  # whatever the tags

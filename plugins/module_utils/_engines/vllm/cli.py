@@ -47,6 +47,7 @@ def managed_flags(engine_prefix: str = "vllm") -> Dict[str, str]:
             "--revision": "inferops_model.revision",
             "--host": "vllm_host",
             "--port": "vllm_port",
+            "--shutdown-timeout": "vllm_shutdown_timeout (the vllm role sets it below the unit's TimeoutStopSec)",
             "--config": "nothing: the vllm role writes the serve.yaml that --config reads",
             "--api-key": "vllm_api_key (vaulted; it goes to a mode 0600 environment file)",
             "--hf-token": "vllm_hf_token (vaulted; it goes to a mode 0600 environment file)",

@@ -54,3 +54,13 @@ def test_key_table_holds_digests_and_models_only():
 def test_key_table_refuses_unusable_keys():
     with pytest.raises(AnsibleFilterError, match="models must be"):
         gateway_key_table([dict(ALICE, models="qwen-chat")])
+
+
+def test_gateway_retry_policy_covers_the_single_replica_names():
+    from ansible_collections.inferops.llm.plugins.filter.gateway import gateway_retry_policy
+
+    model_list = [{"model_name": "a"}, {"model_name": "a"}, {"model_name": "b"}]
+    assert gateway_retry_policy(model_list) == {"b": {"DefaultRetries": 0}}
+    assert gateway_retry_policy([]) == {}
+    with pytest.raises(AnsibleFilterError, match="expects LiteLLM's model_list"):
+        gateway_retry_policy({"model_name": "a"})

@@ -199,6 +199,8 @@ def _site_plan(tmp_path, limit):
     argv = [str(playbook), "-i", "inventories/example", "playbooks/site.yml", "--tags", "plan", "--limit", limit]
     argv += ["-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
     argv += ["-e", f"inferops_plan_dir={tmp_path}/plans"]
+    # A cluster's nodes share a batch (site.yml's serial); the run lock of this machine stays untouched.
+    argv += ["-e", "inferops_serial=100%", "-e", f"inferops_lock_path={tmp_path}/run.lock"]
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
 
 

@@ -15,7 +15,7 @@ FILTERS = FilterModule().filters()
 
 
 def test_filter_is_registered():
-    assert set(FILTERS) == {"systemd_environment"}
+    assert set(FILTERS) == {"systemd_environment", "systemd_restart"}
 
 
 def test_read_only_mapping_and_non_string_values():

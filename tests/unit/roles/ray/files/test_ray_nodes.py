@@ -60,3 +60,13 @@ def test_the_token_comes_from_the_secrets_file_not_argv(tmp_path, monkeypatch):
 
     assert os.environ["RAY_AUTH_TOKEN"] == "abc"
     assert "OTHER" not in os.environ
+
+
+@pytest.mark.parametrize(("require", "missing", "code"), [(False, True, 0), (True, True, 1), (True, False, 0)])
+def test_require_fails_while_a_node_is_missing(monkeypatch, capsys, require, missing, code):
+    """--require (the head's vLLM unit, ExecStartPre=): exit 1 while a node is missing, so that the start fails."""
+    gone = [{"host": "gpu-b", "address": "10.0.0.2", "why": "never registered"}] if missing else []
+    monkeypatch.setattr(ray_nodes, "ask", lambda *_: {"nodes": [], "error": "", "missing": gone})
+    argv = ["--address", "10.0.0.1:6379", "gpu-b=10.0.0.2=4"] + (["--require"] if require else [])
+    assert ray_nodes.main(argv) == code
+    assert json.loads(capsys.readouterr().out)["missing"] == gone
