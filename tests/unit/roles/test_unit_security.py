@@ -18,7 +18,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.inferops.llm.plugins.filter.systemd import systemd_environment
+from ansible_collections.inferops.llm.plugins.filter.systemd import systemd_environment, systemd_restart
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = yaml.safe_load((Path(__file__).parent / "unit_security_cases.yml").read_text())["cases"]
@@ -31,6 +31,7 @@ ENV.filters["comment"] = lambda text: f"# {text}"
 ENV.filters["combine"] = lambda *maps: {key: value for mapping in maps for key, value in mapping.items()}
 ENV.filters["bool"] = lambda value: value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes")
 ENV.filters["inferops.llm.systemd_environment"] = systemd_environment
+ENV.filters["inferops.llm.systemd_restart"] = systemd_restart
 
 
 def recorded_scores() -> dict[str, float]:
