@@ -102,18 +102,21 @@ images: venv ## build the systemd Debian images Molecule boots (reused while the
 
 .PHONY: molecule
 molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
-	@failed=""; mkdir -p $(BUILD)/molecule; rm -f $(BUILD)/molecule/failures.txt; \
+	@failed=""; mkdir -p $(BUILD)/molecule $(BUILD)/timings; rm -f $(BUILD)/molecule/failures.txt; \
+	: > $(BUILD)/timings/scenarios.tsv; \
 	for s in $(SCENARIOS); do \
 	  echo "== molecule test -s $$s"; start=$$SECONDS; \
 	  if molecule test -s $$s 2>&1 | tee $(BUILD)/molecule/$$s.log; test $${PIPESTATUS[0]} -eq 0; \
 	  then echo "== $$s passed in $$((SECONDS - start)) s"; \
 	  else echo "== $$s FAILED after $$((SECONDS - start)) s"; failed="$$failed $$s"; \
 	    python tests/bin/molecule-excerpt $(BUILD)/molecule/$$s.log >> $(BUILD)/molecule/failures.txt; fi; \
+	  printf '%s\t%d\n' $$s $$((SECONDS - start)) >> $(BUILD)/timings/scenarios.tsv; \
 	done; \
+	sort -t$$'\t' -k2,2nr $(BUILD)/timings/scenarios.tsv | awk -F'\t' '{printf "  %-18s %5d s\n", $$1, $$2}'; \
 	if [ -n "$$failed" ]; then echo "failed scenarios:$$failed"; cat $(BUILD)/molecule/failures.txt; exit 1; fi
 
 .PHONY: test
-test: ## everything CI runs, with a timing summary per stage
+test: ## everything CI runs, with a timing summary per stage, checked against tests/time-budget.yml
 	tests/bin/run-stages venv lint sanity units compat build molecule
 
 .PHONY: clean
