@@ -19,7 +19,7 @@ VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT := $(BUILD)/inferops-llm-$(VERSION).tar.gz
 # Older ansible-core releases the collection supports (requires_ansible >=2.19); the toolchain pins 2.21.
 COMPAT_CORES ?= 2.19.14 2.20.10
-SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 IMAGES ?= debian12 debian13
 
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
@@ -49,7 +49,7 @@ lint: venv ## ruff, ansible-lint (production profile, yamllint included), argume
 	ruff check .
 	ruff format --check .
 	# A copy of this collection in ~/.ansible/collections (left by Molecule's prerun before
-	# .config/molecule/config.yml turned it off) would shadow the checkout for ansible-lint and Molecule.
+	# extensions/molecule/config.yml turned it off) would shadow the checkout for ansible-lint and Molecule.
 	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/llm
 	ansible-lint
 	python tests/bin/check-argument-specs
