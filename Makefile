@@ -19,7 +19,7 @@ VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT := $(BUILD)/inferops-llm-$(VERSION).tar.gz
 # Older ansible-core releases the collection supports (requires_ansible >=2.19); the toolchain pins 2.21.
 COMPAT_CORES ?= 2.19.14 2.20.10
-SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 IMAGES ?= debian12 debian13
 
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
@@ -55,7 +55,7 @@ lint: venv ## ruff, ansible-lint (production profile, yamllint included), argume
 	ruff check .
 	ruff format --check .
 	# A copy of this collection in ~/.ansible/collections (left by Molecule's prerun before
-	# .config/molecule/config.yml turned it off) would shadow the checkout for ansible-lint and Molecule.
+	# extensions/molecule/config.yml turned it off) would shadow the checkout for ansible-lint and Molecule.
 	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/llm
 	ansible-lint
 	python tests/bin/check-argument-specs
@@ -110,18 +110,21 @@ images: venv ## build the systemd Debian images Molecule boots (reused while the
 
 .PHONY: molecule
 molecule: images ## every Molecule scenario (SCENARIOS="gpu_facts" for one)
-	@failed=""; mkdir -p $(BUILD)/molecule; rm -f $(BUILD)/molecule/failures.txt; \
+	@failed=""; mkdir -p $(BUILD)/molecule $(BUILD)/timings; rm -f $(BUILD)/molecule/failures.txt; \
+	: > $(BUILD)/timings/scenarios.tsv; \
 	for s in $(SCENARIOS); do \
 	  echo "== molecule test -s $$s"; start=$$SECONDS; \
 	  if molecule test -s $$s 2>&1 | tee $(BUILD)/molecule/$$s.log; test $${PIPESTATUS[0]} -eq 0; \
 	  then echo "== $$s passed in $$((SECONDS - start)) s"; \
 	  else echo "== $$s FAILED after $$((SECONDS - start)) s"; failed="$$failed $$s"; \
 	    python tests/bin/molecule-excerpt $(BUILD)/molecule/$$s.log >> $(BUILD)/molecule/failures.txt; fi; \
+	  printf '%s\t%d\n' $$s $$((SECONDS - start)) >> $(BUILD)/timings/scenarios.tsv; \
 	done; \
+	sort -t$$'\t' -k2,2nr $(BUILD)/timings/scenarios.tsv | awk -F'\t' '{printf "  %-18s %5d s\n", $$1, $$2}'; \
 	if [ -n "$$failed" ]; then echo "failed scenarios:$$failed"; cat $(BUILD)/molecule/failures.txt; exit 1; fi
 
 .PHONY: test
-test: ## everything CI runs, with a timing summary per stage
+test: ## everything CI runs, with a timing summary per stage, checked against tests/time-budget.yml
 	tests/bin/run-stages venv lint sanity units compat build molecule
 
 .PHONY: clean

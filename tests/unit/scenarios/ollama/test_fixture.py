@@ -1,4 +1,7 @@
-"""The Ollama fixture of molecule/ollama reads environment and Modelfiles with Ollama's rules (fixture_cases.yml)."""
+"""The Ollama fixture of extensions/molecule/ollama reads environment and Modelfiles with Ollama's rules.
+
+The cases are in fixture_cases.yml.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[4]
 CASES = yaml.safe_load((Path(__file__).with_name("fixture_cases.yml")).read_text())
-_spec = importlib.util.spec_from_file_location("ollama_fixture", ROOT / "molecule" / "ollama" / "fixture" / "ollama.py")
+_spec = importlib.util.spec_from_file_location(
+    "ollama_fixture", ROOT / "extensions" / "molecule" / "ollama" / "fixture" / "ollama.py"
+)
 fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fixture)
 
