@@ -16,7 +16,7 @@ description:
   - Creates the missing directories (parents C(0755), O(path) itself O(mode)), owned by root, and sets the owner
     and mode of O(path) when they differ.
   - With O(legacy), takes over a snapshot that an older release kept elsewhere (for example inside a service
-    account's home): only the files of O(files) that root wrote there (regular, owned by root, one link, mode
+    account's home), but only the files of O(files) that root wrote there (regular, owned by root, one link, mode
     C(0600) or narrower, in a root-owned C(0700) directory, read through that directory's handle without
     following links) and the link O(link) when it points at a directory under O(link_root) whose path is
     root's. Files already in O(path) are kept. The old directory is removed when it is root's; anything else

@@ -60,6 +60,7 @@ FINDING_IDS: Dict[str, str] = {
     "tool-call-parser": "a tool-call parser the release or model family lacks",
     "topology-assumed": "several GPUs planned without their topology",
     "vllm-api-key-required": "vLLM listening beyond loopback without vllm_api_key, which the vllm role refuses",
+    "vllm-allow-remote-required": "vLLM beyond loopback without vllm_allow_remote, which the vllm role refuses",
     "unknown-variable": "a variable with a collection prefix the collection does not define (warn mode)",
 }
 

@@ -45,7 +45,7 @@ def restart_lines(prefix: str, policy: Mapping[str, Any], systemd_version: Any) 
         )
     lines = ["Restart=always", f"RestartSec={sec}"]
     try:
-        version = int(str(systemd_version or 0).split(".")[0])
+        version = int(str(systemd_version or 0).split(".", maxsplit=1)[0])
     except ValueError:
         version = 0
     if version >= RESTART_STEPS_SYSTEMD and max_delay > sec and steps > 0:

@@ -64,19 +64,38 @@ _LISTEN_IPV6_BRACKETS = {"vllm_host": False, "ollama_host": True}
 VLLM_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
-def vllm_key_finding(variables: Mapping[str, Any], defined: Iterable[str]) -> Optional[Dict[str, Any]]:
-    """The error the vllm role's preflight would raise after the driver and the download: a vllm_host that is
-    not loopback without vllm_api_key. ``defined``: the names the host defines (the key's value is never read)."""
+def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> List[Dict[str, Any]]:
+    """The errors the vllm role's preflight would raise after the driver and the download, for a vllm_host that
+    is not loopback: without vllm_api_key, and without vllm_allow_remote (vLLM checks the key on /v1 only).
+    ``defined``: the names the host defines (the key's value is never read)."""
     host = variables.get("vllm_host")
-    if _is_unset(host) or str(host) in VLLM_LOOPBACK_HOSTS or "vllm_api_key" in set(defined):
-        return None
-    return finding_entry(
-        "vllm-api-key-required",
-        "error",
-        f"vllm_host is {host}, which is not loopback: the vllm role refuses to serve it without a key. Set "
-        "vllm_api_key (in Ansible Vault) so that the server requires it, or vllm_host: 127.0.0.1",
-        "vllm_api_key",
-    )
+    if _is_unset(host) or str(host) in VLLM_LOOPBACK_HOSTS:
+        return []
+    found = []
+    if "vllm_api_key" not in set(defined):
+        found.append(
+            finding_entry(
+                "vllm-api-key-required",
+                "error",
+                f"vllm_host is {host}, which is not loopback: the vllm role refuses to serve it without a key. Set "
+                "vllm_api_key (in Ansible Vault) so that the server requires it, or vllm_host: 127.0.0.1",
+                "vllm_api_key",
+            )
+        )
+    if str(variables.get("vllm_allow_remote", False)).lower() not in ("true", "yes", "1", "on"):
+        found.append(
+            finding_entry(
+                "vllm-allow-remote-required",
+                "error",
+                f"vllm_host is {host}, which is not loopback, and vLLM checks vllm_api_key on /v1 only (/tokenize, "
+                "/pooling, /invocations and /metrics answer without it, docs/security.md): the vllm role refuses it "
+                "unless vllm_allow_remote is true. Use vllm_host: 127.0.0.1 (a gateway on the host reaches it "
+                "there), or admit only the gateway and Prometheus hosts with a firewall and set "
+                "vllm_allow_remote: true",
+                "vllm_allow_remote",
+            )
+        )
+    return found
 
 
 def listen_address_error(value: Any, variable: str) -> str:
@@ -184,6 +203,7 @@ _EXTRA_VARS = {
         "vllm_device",
         "vllm_cpu_kvcache_space",
         "vllm_host",  # the vllm role's listen address: checked here so that the role does not refuse it later
+        "vllm_allow_remote",  # read with vllm_host: the vllm role refuses a non-loopback address without it
     ),
     "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
 }

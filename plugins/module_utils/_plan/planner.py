@@ -23,7 +23,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import n
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _number,
     validate_inputs,
-    vllm_key_finding,
+    vllm_key_findings,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
@@ -66,8 +66,7 @@ def build_plan(
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
     if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
-        refused = vllm_key_finding(variables, list(variables) if defined is None else defined)
-        unknown += [refused] if refused else []
+        unknown += vllm_key_findings(variables, list(variables) if defined is None else defined)
     plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
     plan["model"].update(source_keys(inputs))
     revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """Restart a service that runs but whose health endpoint has stopped answering.

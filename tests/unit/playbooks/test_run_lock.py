@@ -65,7 +65,7 @@ def test_a_second_run_waits_then_fails_naming_the_first_and_the_lock_is_released
         assert "waited 2" in second.stdout
     finally:
         release.touch()
-        out, _ = first.communicate(timeout=120)
+        out, _err = first.communicate(timeout=120)
     assert first.returncode == 0, out[-3000:]
     assert not lock.exists()
 

@@ -172,7 +172,8 @@ def vllm_version(text: str) -> VllmVersion:
             "release or update the collection"
         )
     found = release_record(number)
-    assert found is not None  # OLDEST_SUPPORTED has a record
+    if found is None:  # OLDEST_SUPPORTED has a record: only a broken releases.json gets here
+        raise ValueError(f"vllm_version {text!r} has no release record (releases.json)")
     return _from_record(number, *found)
 
 

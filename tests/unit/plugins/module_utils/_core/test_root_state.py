@@ -116,7 +116,7 @@ def test_adopt_leaves_a_file_of_the_service_account(tmp_path):
     old = tmp_path / "old"
     make_snapshot(old, envs)
     os.chown(old / "vllm.service", OTHER, OTHER)
-    files, _, left = root_state.adopt(str(old), ["vllm.service", "secrets.env"], "env", str(envs), 0, str(tmp_path))
+    files, _link, left = root_state.adopt(str(old), ["vllm.service", "secrets.env"], "env", str(envs), 0, str(tmp_path))
     assert list(files) == ["secrets.env"] and left == ["vllm.service: not a regular file of uid 0 with one link"]
 
 

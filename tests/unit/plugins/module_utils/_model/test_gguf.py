@@ -15,7 +15,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import P
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
 from .test_hub import GPU, online, put_in_cache
-from .test_hub import hub as hub  # the Hub test server fixture
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 GGUF = FIXTURES / "gguf"

@@ -21,7 +21,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import pl
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
-from .hub_server import HubServer, safetensors_bytes
+from .hub_server import safetensors_bytes
 
 CONFIGS = Path(__file__).resolve().parents[3] / "fixtures" / "model_configs"
 # The real config.json of Qwen/Qwen3-8B (tests/unit/fixtures/model_configs), as a fine-tune that keeps its
@@ -81,17 +81,6 @@ def plan(resolver, **kw) -> dict:
 @pytest.fixture
 def offline(tmp_path):
     return ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    constants = pytest.importorskip("huggingface_hub.constants")
-    # The unit tests' process runs with HF_HUB_OFFLINE=1 (tests/unit/conftest.py), which huggingface_hub read at
-    # import; the resolver decides offline from the environment it is given, so these tests turn it off.
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    server = HubServer().start()
-    yield server
-    server.stop()
 
 
 def online(tmp_path, server, **env):

@@ -26,7 +26,7 @@ def checkpoint_quantization(name):
     return ModelArchitecture.from_config({**QWEN3_8B, "quantization_config": spec["quantization_config"]}).quantization
 
 
-@pytest.mark.parametrize(("checkpoint", "inventory", "agrees"), DATA["cases"], ids=lambda v: str(v))
+@pytest.mark.parametrize(("checkpoint", "inventory", "agrees"), DATA["cases"], ids=str)
 def test_inventory_quantization_against_the_checkpoint(checkpoint, inventory, agrees):
     problem = quantization_conflict(inventory, checkpoint_quantization(checkpoint))
     if agrees:

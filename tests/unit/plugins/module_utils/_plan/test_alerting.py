@@ -45,7 +45,7 @@ def test_every_alert_reaches_every_matching_receiver():
 
 
 def test_without_email_there_is_no_smtp_section():
-    config, _ = alertmanager_config([{"name": "ops", "webhook_url": "https://a.example.org/x"}])
+    config, _errors = alertmanager_config([{"name": "ops", "webhook_url": "https://a.example.org/x"}])
     assert "global" not in config
 
 

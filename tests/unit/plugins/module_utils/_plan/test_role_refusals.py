@@ -59,3 +59,30 @@ def test_vllm_beyond_loopback_needs_a_key(host, key, refused):
 def test_a_vllm_host_that_cannot_be_listened_on_is_an_input_error():
     with pytest.raises(ValueError, match="vllm_host"):
         build_plan(dict(VARIABLES, vllm_host="0.0.0.0:8000"), HARDWARE)
+
+
+@pytest.mark.parametrize(
+    "host, allow, refused",
+    [
+        ("0.0.0.0", None, True),
+        ("0.0.0.0", False, True),
+        ("10.0.0.5", "false", True),
+        ("0.0.0.0", True, False),
+        ("0.0.0.0", "true", False),
+        ("127.0.0.1", None, False),
+        ("::1", False, False),
+    ],
+)
+def test_vllm_beyond_loopback_needs_allow_remote(host, allow, refused):
+    """The vllm role refuses a non-loopback vllm_host unless vllm_allow_remote (vLLM's key covers /v1 only)."""
+    variables = dict(VARIABLES, vllm_host=host)
+    if allow is not None:
+        variables["vllm_allow_remote"] = allow
+    plan = build_plan(variables, HARDWARE, defined=[*variables, "vllm_api_key"])
+    errors = [c for c in plan["checks"] if c["id"] == "vllm-allow-remote-required"]
+    assert bool(errors) == refused
+    assert not [c for c in plan["checks"] if c["id"] == "vllm-api-key-required"]
+    if refused:
+        assert errors[0]["severity"] == "error"
+        assert "vllm_allow_remote: true" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
+        assert any(e.startswith("vllm-allow-remote-required:") for e in plan["service"]["errors"])
