@@ -247,3 +247,35 @@ def test_engine_release_table_rows(version, engine, modelled):
     row = engine_release("vllm", version)
     assert (row["engine"], row["modelled"]) == (engine, modelled)
     assert engine_release("llama.cpp", version) is None
+
+
+def test_output_throughput_counts_every_prompt_against_the_decode_steps():
+    """A closed-loop benchmark's output throughput: output steps plus one prompt per request (issue #27)."""
+    from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
+    from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+        KvTraffic,
+        Predictor,
+        model_traffic,
+        stages_of,
+    )
+
+    entry = find_model("meta-llama/Llama-3.1-8B-Instruct")
+    arch = entry.architecture()
+    weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
+    traffic = model_traffic(arch, weights.components, dict(entry.params), "bf16", "bf16")
+    topo = Topology(gpus_from_facts([{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}]), {})
+    predictor = Predictor(traffic, stages_of(topo, [[0]], traffic.num_layers, False), 1, KvTraffic(0.0, 0.0))
+    prompt_cost = predictor.prefill_compute(1024)
+    # 2 FLOPs per parameter per prompt token (layer_flops) at the compute roof, plus attention over the prompt
+    dense = sum(traffic.layer_flops) * 1024 / (989.4e12 * predictor.compute_efficiency)
+    assert prompt_cost > dense
+    for sequences in (1, 8, 64):
+        step = predictor.batch_step(sequences, 1152)
+        expected = sequences * 128 / (128 * step + sequences * prompt_cost)
+        assert predictor.output_throughput(sequences, 1152, 1024, 128) == pytest.approx(expected)
+        assert predictor.output_throughput(sequences, 1152, 1024, 128) < predictor.aggregate(sequences, 1152)
+    # long answers leave the decode figure nearly untouched; short ones are dominated by their prompts
+    assert predictor.output_throughput(1, 1152, 1024, 100000) == pytest.approx(predictor.aggregate(1, 1152), rel=0.01)
+    assert predictor.output_throughput(64, 1152, 1024, 8) < 0.5 * predictor.aggregate(64, 1152)
