@@ -61,18 +61,22 @@ def _decode_errors(records: List[Dict[str, Any]], models: Dict[str, Any]) -> Lis
     return errors
 
 
+# The ``layer_overhead_us`` entry each engine's decode reads (vLLM: with CUDA graphs, its default).
+LAYER_OVERHEAD_KEY = {"vllm": "cudagraph", "llama.cpp": "llama.cpp"}
+
+
 def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") -> float:
-    """``layer_overhead_us.cudagraph``: the per-layer fixed cost (us at 2 GHz) at which the median signed error
-    of single-stream decode over the calibration records of ``engine`` is zero (bisection; the prediction
-    falls as the overhead grows)."""
+    """``layer_overhead_us`` of ``engine``: the per-layer fixed cost (us at 2 GHz) at which the median signed
+    error of single-stream decode over the calibration records of ``engine`` is zero (bisection; the
+    prediction falls as the overhead grows)."""
     records, models = calibration_records(loader)
     records = [r for r in records if r["engine"] == engine]
     if not records:
         raise ValueError(f"no calibration record of engine {engine!r} to fit on")
-    low, high = 0.0, 200.0
+    low, high = 0.0, 400.0
     for _ in range(60):
         middle = (low + high) / 2.0
-        with constant("layer_overhead_us", "cudagraph", middle):
+        with constant("layer_overhead_us", LAYER_OVERHEAD_KEY[engine], middle):
             errors = _decode_errors(records, models)
         if statistics.median(errors) > 0.0:
             low = middle  # predicted too fast: more overhead
@@ -84,9 +88,10 @@ def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") 
 def main() -> int:
     records, _models = calibration_records()
     print(f"calibration records evaluable: {len(records)}")
-    fitted = fit_layer_overhead_us()
-    now = model.CONSTANTS["layer_overhead_us"]["cudagraph"]
-    print(f"layer_overhead_us.cudagraph: fitted {fitted:g}, performance.json {now:g}")
+    for engine, key in LAYER_OVERHEAD_KEY.items():
+        fitted = fit_layer_overhead_us(engine=engine)
+        now = model.CONSTANTS["layer_overhead_us"][key]
+        print(f"layer_overhead_us.{key}: fitted {fitted:g}, performance.json {now:g}")
     return 0
 
 

@@ -342,8 +342,8 @@ def render(result: Dict[str, Any]) -> str:
         "constants as single-stream decode and prefill.",
         "",
         "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
-        "changes the validation records and checks that no fit moves, and that `layer_overhead_us.cudagraph` "
-        "refits to within 0.5 us of performance.json's value).",
+        "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "
+        "CUDA graphs and of llama.cpp refit to within 0.5 us of performance.json's values).",
         "",
         "Single-stream decode on the calibration part: median absolute error "
         f"**{result['decode_median_abs_pct']:.1f}%** over {result['splits']['calibration']['decode_records']} "

@@ -8,6 +8,8 @@ import copy
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[5]
 _SPEC = importlib.util.spec_from_file_location("performance_fit", ROOT / "tests" / "accuracy" / "fit.py")
 fit = importlib.util.module_from_spec(_SPEC)
@@ -53,5 +55,7 @@ def test_a_fit_follows_the_calibration_records():
     assert fit.fit_layer_overhead_us(_loader(_scale_decode("calibration", 0.8))) > fitted
 
 
-def test_the_fitted_value_is_the_one_in_performance_json():
-    assert abs(fit.fit_layer_overhead_us() - fit.model.CONSTANTS["layer_overhead_us"]["cudagraph"]) <= 0.5
+@pytest.mark.parametrize("engine", sorted(fit.LAYER_OVERHEAD_KEY))
+def test_the_fitted_value_is_the_one_in_performance_json(engine):
+    now = fit.model.CONSTANTS["layer_overhead_us"][fit.LAYER_OVERHEAD_KEY[engine]]
+    assert abs(fit.fit_layer_overhead_us(engine=engine) - now) <= 0.5
