@@ -201,7 +201,8 @@ def test_gemv_constants_reproduce_the_measured_shape_dependence(gpu, k, n, measu
     assert size / seconds / peak == pytest.approx(measured, abs=0.03)
 
 
-def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+def _h100_predictors(model_id, fmt, count=1, tps=(1,), precision="bf16"):
+    """(architecture, traffic, {tp: (stages, Predictor)}) of a catalogue model on ``count`` NVLinked H100 SXM."""
     from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
     from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
     from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
@@ -212,20 +213,28 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
         stages_of,
     )
 
-    entry = find_model("meta-llama/Llama-3.3-70B-Instruct")
+    entry = find_model(model_id)
     arch = entry.architecture()
     weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
-    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(8)]
+    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(count)]
     topo = Topology(
-        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]}
+        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(count)] for a in range(count)]}
     )
+    traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, precision)
+    predictors = {}
+    for tp in tps:
+        stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
+        predictors[tp] = (stages, Predictor(traffic, stages, tp, KvTraffic(0.0, 0.0), "vllm"))
+    return arch, traffic, predictors
+
+
+def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+
     fixed = {}
     for fmt in ("bf16", "int4"):
-        traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, "bf16")
+        arch, traffic, predictors = _h100_predictors("meta-llama/Llama-3.3-70B-Instruct", fmt, 8, (1, 8))
         assert traffic.layer_kernels == (4,) * arch.num_layers  # QKV, O, gate/up, down
-        for tp in (1, 8):
-            stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
-            predictor = Predictor(traffic, stages, tp, KvTraffic(0.0, 0.0), "vllm")
+        for tp, (stages, predictor) in predictors.items():
             fixed[fmt, tp] = predictor.stage_decode(stages[0], 1.0, 1024).fixed
     assert fixed["bf16", 1] == pytest.approx(fixed["bf16", 8])
     assert fixed["bf16", 1] - fixed["int4", 1] == pytest.approx(80 * 4 * 7.5e-6 * 1980 / 1980, rel=0.01)
@@ -251,22 +260,8 @@ def test_engine_release_table_rows(version, engine, modelled):
 
 def test_output_throughput_counts_every_prompt_against_the_decode_steps():
     """A closed-loop benchmark's output throughput: output steps plus one prompt per request (issue #27)."""
-    from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
-    from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
-        KvTraffic,
-        Predictor,
-        model_traffic,
-        stages_of,
-    )
-
-    entry = find_model("meta-llama/Llama-3.1-8B-Instruct")
-    arch = entry.architecture()
-    weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
-    traffic = model_traffic(arch, weights.components, dict(entry.params), "bf16", "bf16")
-    topo = Topology(gpus_from_facts([{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}]), {})
-    predictor = Predictor(traffic, stages_of(topo, [[0]], traffic.num_layers, False), 1, KvTraffic(0.0, 0.0))
+    _arch, traffic, predictors = _h100_predictors("meta-llama/Llama-3.1-8B-Instruct", "bf16")
+    predictor = predictors[1][1]
     prompt_cost = predictor.prefill_compute(1024)
     # 2 FLOPs per parameter per prompt token (layer_flops) at the compute roof, plus attention over the prompt
     dense = sum(traffic.layer_flops) * 1024 / (989.4e12 * predictor.compute_efficiency)
