@@ -60,7 +60,7 @@ VALIDATION_TARGETS = {
 }
 # Where the model does not meet a validation target yet, the unit test holds the figure it reaches at
 # least at this floor (so that it cannot get worse unnoticed); the report says which targets are unmet.
-VALIDATION_FLOORS = {"aggregate_within_35_share": 0.5}
+VALIDATION_FLOORS = {"aggregate_within_35_share": 0.6}
 AB_MIN_GAP = 0.10  # measured gap (faster / slower - 1) from which a pair must be ordered as measured
 # Context assumed when a source does not state it (benchmarks of "short" chats): prompt + output.
 ASSUMED_CONTEXT = 1024
@@ -187,7 +187,11 @@ def predicted(record: Dict[str, Any], predictor: Predictor, metric: str) -> floa
         latency, _times = predictor.decode_step(float(concurrency), context)
         return 1.0 / latency
     if metric == "aggregate_decode_tokens_per_s":
-        return predictor.aggregate(concurrency, context)
+        if record.get("prompt_tokens") and record.get("context_tokens"):
+            # A benchmark's output throughput: decode steps plus every request's prompt (Predictor.output_throughput).
+            prompt_tokens = int(record["prompt_tokens"])
+            return predictor.output_throughput(concurrency, context, prompt_tokens, context - prompt_tokens)
+        return predictor.aggregate(concurrency, context)  # lengths not stated: decode steps only
     prompt = int(record.get("prompt_tokens") or 512)
     prefill = predictor.prefill(prompt, PREFILL_CHUNK[predictor.engine])
     if metric == "prefill_tokens_per_s":
@@ -322,10 +326,24 @@ def render(result: Dict[str, Any]) -> str:
         f"record and ±{DECODE_TOLERANCE_PCT['llama.cpp']:g}% on every llama.cpp record (llama.cpp's single-stream "
         "decode on datacenter GPUs is bound by kernel latency more than by bandwidth; the worst record is "
         f"gpt-oss-20b on an RTX 4090), median absolute error under {DECODE_MEDIAN_PCT:g}%; every evaluated A/B "
-        "pair ranked as measured. Aggregate figures are a benchmark's output throughput at its stated "
-        "concurrency (which counts prefill and gaps between requests); prefill and TTFT are reported, not "
-        "asserted: the published ones mix prompt lengths, chunk sizes and scheduling gaps that the sources do "
-        "not all state.",
+        "pair ranked as measured. Prefill and TTFT are reported, not asserted: the published ones mix prompt "
+        "lengths, chunk sizes and scheduling gaps that the sources do not all state.",
+        "",
+        "Aggregate figures are a benchmark's output throughput at its stated concurrency N (`vllm bench serve "
+        "--max-concurrency N`: generated tokens / wall time). Where the source states the prompt and output "
+        "lengths, the prediction is `Predictor.output_throughput`: each of the N slots runs one request after "
+        "another, so one cycle of every slot takes `output` decode steps of the N-sequence batch plus N prompts "
+        "mixed into those steps at the compute roof (the weights are read once per step anyway), and yields N x "
+        "`output` tokens. That is why a benchmark's output throughput at N = 1 is below 1 / TPOT, and why TPOT "
+        "itself grows with N beyond what the batch's weight, KV-cache and compute traffic explain. Not counted: "
+        "HTTP, chat template and tokenization (they delay a request, not the GPU), the client's gaps, and the "
+        "tail of a finite run. Where the lengths are not stated, the aggregate is N / the batch's decode step. "
+        "No constant of the aggregate model is tuned: the batch step and the prompt's cost come from the same "
+        "constants as single-stream decode and prefill.",
+        "",
+        "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
+        "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "
+        "CUDA graphs and of llama.cpp refit to within 0.5 us of performance.json's values).",
         "",
         "Single-stream decode on the calibration part: median absolute error "
         f"**{result['decode_median_abs_pct']:.1f}%** over {result['splits']['calibration']['decode_records']} "

@@ -441,16 +441,58 @@ class Predictor:
         total = sum(x.total for x in times) + sum(self._handoff(s, sequences) for s in self.stages)
         return total + self.step_overhead, times
 
-    def aggregate(self, sequences: int, context: int) -> float:
-        """Tokens/s of ``sequences`` decoding together on this replica (PP micro-batches in flight)."""
+    def batch_step(self, sequences: int, context: int) -> float:
+        """Seconds per decode step of ``sequences`` on this replica: with PP, micro-batches of sequences / PP
+        are in flight, so a step takes PP x the slowest stage (or one pass, if longer)."""
         pp = len(self.stages)
         micro = max(1.0, sequences / pp)
         latency, times = self.decode_step(micro, context)
         if pp == 1:
-            return sequences / latency
+            return latency
         slowest = max(x.total + self._handoff(s, micro) for x, s in zip(times, self.stages))
-        cycle = max(latency, pp * slowest)
-        return sequences / cycle
+        return max(latency, pp * slowest)
+
+    def aggregate(self, sequences: int, context: int) -> float:
+        """Tokens/s of ``sequences`` decoding together on this replica (PP micro-batches in flight)."""
+        return sequences / self.batch_step(sequences, context)
+
+    def prefill_compute(self, prompt: int) -> float:
+        """GPU seconds a prompt adds to the decode steps it is scheduled into (chunked prefill).
+
+        vLLM's V1 scheduler mixes prefill chunks into the running decode batch: the step still reads every
+        weight once, so what the prompt adds is its work at the tensor roof (2 FLOPs per active parameter per
+        token, the attention over the prompt so far) and the all-reduce of its activations, on every stage.
+        """
+        t = self.traffic
+        total = 0.0
+        for stage in self.stages:
+            flops = 0.0
+            for index in range(stage.start, stage.end):
+                flops += t.layer_flops[index] * prompt
+                if t.layer_kinds[index] != LAYER_LINEAR:
+                    span = prompt / 2.0
+                    if t.layer_kinds[index] == LAYER_SLIDING and t.sliding_window:
+                        span = min(span, t.sliding_window)
+                    flops += 4.0 * t.attention_width * span * prompt
+            compute = flops / self.tp / (self._precision_tflops(stage.spec) * 1e12 * self.compute_efficiency)
+            layers = stage.end - stage.start
+            total += compute + layers * 2 * _allreduce(stage.tp_link, self.tp, prompt * t.hidden_size * 2.0)
+        return total
+
+    def output_throughput(self, sequences: int, context: int, prompt: int, output: int) -> float:
+        """Output tokens/s of a closed-loop benchmark at ``sequences`` concurrent requests (``vllm bench serve
+        --max-concurrency``): what its "output token throughput" counts, prefill included.
+
+        Each of the ``sequences`` slots runs one request after another: ``output`` decode steps of the batch,
+        and once per request its prompt, mixed into the running steps (``prefill_compute``). Over one cycle of
+        every slot the replica therefore spends ``output`` steps plus ``sequences`` prompts, and delivers
+        ``sequences x output`` tokens. At one sequence this is below 1 / TPOT by the prompt's share; at many,
+        the prompts of the other slots stretch every sequence's TPOT. Not counted: HTTP, tokenization and the
+        client's gaps between requests, and the tail of a finite run where fewer requests remain in flight.
+        """
+        output = max(1, int(output))
+        cycle = output * self.batch_step(sequences, context) + sequences * self.prefill_compute(prompt)
+        return sequences * output / cycle
 
     def prefill(self, prompt: int, chunk: int) -> float:
         """Seconds to prefill one prompt in chunks of ``chunk`` tokens (chunks overlap across stages)."""

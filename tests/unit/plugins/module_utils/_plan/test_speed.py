@@ -201,7 +201,8 @@ def test_gemv_constants_reproduce_the_measured_shape_dependence(gpu, k, n, measu
     assert size / seconds / peak == pytest.approx(measured, abs=0.03)
 
 
-def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+def _h100_predictors(model_id, fmt, count=1, tps=(1,), precision="bf16"):
+    """(architecture, traffic, {tp: (stages, Predictor)}) of a catalogue model on ``count`` NVLinked H100 SXM."""
     from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
     from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
     from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
@@ -212,20 +213,28 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
         stages_of,
     )
 
-    entry = find_model("meta-llama/Llama-3.3-70B-Instruct")
+    entry = find_model(model_id)
     arch = entry.architecture()
     weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
-    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(8)]
+    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(count)]
     topo = Topology(
-        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]}
+        gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(count)] for a in range(count)]}
     )
+    traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, precision)
+    predictors = {}
+    for tp in tps:
+        stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
+        predictors[tp] = (stages, Predictor(traffic, stages, tp, KvTraffic(0.0, 0.0), "vllm"))
+    return arch, traffic, predictors
+
+
+def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+
     fixed = {}
     for fmt in ("bf16", "int4"):
-        traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, "bf16")
+        arch, traffic, predictors = _h100_predictors("meta-llama/Llama-3.3-70B-Instruct", fmt, 8, (1, 8))
         assert traffic.layer_kernels == (4,) * arch.num_layers  # QKV, O, gate/up, down
-        for tp in (1, 8):
-            stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
-            predictor = Predictor(traffic, stages, tp, KvTraffic(0.0, 0.0), "vllm")
+        for tp, (stages, predictor) in predictors.items():
             fixed[fmt, tp] = predictor.stage_decode(stages[0], 1.0, 1024).fixed
     assert fixed["bf16", 1] == pytest.approx(fixed["bf16", 8])
     assert fixed["bf16", 1] - fixed["int4", 1] == pytest.approx(80 * 4 * 7.5e-6 * 1980 / 1980, rel=0.01)
@@ -247,3 +256,21 @@ def test_engine_release_table_rows(version, engine, modelled):
     row = engine_release("vllm", version)
     assert (row["engine"], row["modelled"]) == (engine, modelled)
     assert engine_release("llama.cpp", version) is None
+
+
+def test_output_throughput_counts_every_prompt_against_the_decode_steps():
+    """A closed-loop benchmark's output throughput: output steps plus one prompt per request (issue #27)."""
+    _arch, traffic, predictors = _h100_predictors("meta-llama/Llama-3.1-8B-Instruct", "bf16")
+    predictor = predictors[1][1]
+    prompt_cost = predictor.prefill_compute(1024)
+    # 2 FLOPs per parameter per prompt token (layer_flops) at the compute roof, plus attention over the prompt
+    dense = sum(traffic.layer_flops) * 1024 / (989.4e12 * predictor.compute_efficiency)
+    assert prompt_cost > dense
+    for sequences in (1, 8, 64):
+        step = predictor.batch_step(sequences, 1152)
+        expected = sequences * 128 / (128 * step + sequences * prompt_cost)
+        assert predictor.output_throughput(sequences, 1152, 1024, 128) == pytest.approx(expected)
+        assert predictor.output_throughput(sequences, 1152, 1024, 128) < predictor.aggregate(sequences, 1152)
+    # long answers leave the decode figure nearly untouched; short ones are dominated by their prompts
+    assert predictor.output_throughput(1, 1152, 1024, 100000) == pytest.approx(predictor.aggregate(1, 1152), rel=0.01)
+    assert predictor.output_throughput(64, 1152, 1024, 8) < 0.5 * predictor.aggregate(64, 1152)

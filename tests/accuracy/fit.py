@@ -1,0 +1,99 @@
+# Copyright: (c) 2026, inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""Fit the performance model's tuned constants on the calibration part of the records, never on validation.
+
+Run from the collection root:
+
+    PYTHONPATH=build/collections python tests/accuracy/fit.py
+
+The records are split by source (records.yml ``split``, issue #27). Every fit here reads its records through
+``calibration_records``, which drops the validation part before anything is predicted, so that the validation
+figures of docs/performance-accuracy.md stay out of sample. The unit test
+tests/unit/plugins/module_utils/_plan/test_performance_fit.py checks that a fit does not move when the
+validation records change. Prints each fitted value beside the one in ``_plan/performance.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import statistics
+import sys
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import performance as accuracy  # tests/accuracy/performance.py, beside this file
+
+from ansible_collections.inferops.llm.plugins.module_utils._plan import performance as model
+
+Loader = Callable[[], Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]]
+
+
+def calibration_records(loader: Loader = accuracy.load) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """The evaluable records of the calibration part (and the model mapping); validation records never leave."""
+    records, _pairs, models = loader()
+    split = models["_split"]
+    chosen = [r for r in records if split[r["source"]] == "calibration" and not accuracy._why_skipped(r, models)]
+    return chosen, models
+
+
+@contextlib.contextmanager
+def constant(section: str, key: str, value: float) -> Iterator[None]:
+    """``performance.json``'s ``section.key`` set to ``value`` while the block runs (Predictor reads it)."""
+    table = model.CONSTANTS[section]
+    before = table[key]
+    table[key] = value
+    try:
+        yield
+    finally:
+        table[key] = before
+
+
+def _decode_errors(records: List[Dict[str, Any]], models: Dict[str, Any]) -> List[float]:
+    errors = []
+    for record in records:
+        measured = (record.get("measured") or {}).get("decode_tokens_per_s")
+        if measured is None or int(record.get("concurrency") or 1) != 1 or record["id"] in models["_pairs_only"]:
+            continue
+        predictor = accuracy.predictor_for_record(record, models[record["model"]])
+        errors.append(accuracy.predicted(record, predictor, "decode_tokens_per_s") / float(measured) - 1.0)
+    return errors
+
+
+# The ``layer_overhead_us`` entry each engine's decode reads (vLLM: with CUDA graphs, its default).
+LAYER_OVERHEAD_KEY = {"vllm": "cudagraph", "llama.cpp": "llama.cpp"}
+
+
+def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") -> float:
+    """``layer_overhead_us`` of ``engine``: the per-layer fixed cost (us at 2 GHz) at which the median signed
+    error of single-stream decode over the calibration records of ``engine`` is zero (bisection; the
+    prediction falls as the overhead grows)."""
+    records, models = calibration_records(loader)
+    records = [r for r in records if r["engine"] == engine]
+    if not records:
+        raise ValueError(f"no calibration record of engine {engine!r} to fit on")
+    low, high = 0.0, 400.0
+    for _ in range(60):
+        middle = (low + high) / 2.0
+        with constant("layer_overhead_us", LAYER_OVERHEAD_KEY[engine], middle):
+            errors = _decode_errors(records, models)
+        if statistics.median(errors) > 0.0:
+            low = middle  # predicted too fast: more overhead
+        else:
+            high = middle
+    return round((low + high) / 2.0, 1)
+
+
+def main() -> int:
+    records, _models = calibration_records()
+    print(f"calibration records evaluable: {len(records)}")
+    for engine, key in LAYER_OVERHEAD_KEY.items():
+        fitted = fit_layer_overhead_us(engine=engine)
+        now = model.CONSTANTS["layer_overhead_us"][key]
+        print(f"layer_overhead_us.{key}: fitted {fitted:g}, performance.json {now:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The fits of the performance model's constants read only the calibration records (tests/accuracy/fit.py)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[5]
+_SPEC = importlib.util.spec_from_file_location("performance_fit", ROOT / "tests" / "accuracy" / "fit.py")
+fit = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(fit)
+RECORDS, PAIRS, MODELS = fit.accuracy.load()
+
+
+def _loader(change):
+    """A loader of the real fixture whose records pass through ``change(record, part)`` first."""
+
+    def load():
+        records = [copy.deepcopy(r) for r in RECORDS]
+        for record in records:
+            change(record, MODELS["_split"][record["source"]])
+        return records, PAIRS, MODELS
+
+    return load
+
+
+def _scale_decode(part_to_change, factor):
+    def change(record, part):
+        measured = record.get("measured") or {}
+        if part == part_to_change and measured.get("decode_tokens_per_s"):
+            measured["decode_tokens_per_s"] = measured["decode_tokens_per_s"] * factor
+
+    return change
+
+
+def test_calibration_records_hold_no_validation_source():
+    records, models = fit.calibration_records()
+    assert records
+    assert {models["_split"][r["source"]] for r in records} == {"calibration"}
+
+
+def test_a_fit_does_not_move_when_the_validation_records_change():
+    fitted = fit.fit_layer_overhead_us()
+    assert fit.fit_layer_overhead_us(_loader(_scale_decode("validation", 10.0))) == fitted
+    assert fit.fit_layer_overhead_us(_loader(_scale_decode("validation", 0.1))) == fitted
+
+
+def test_a_fit_follows_the_calibration_records():
+    fitted = fit.fit_layer_overhead_us()
+    assert fit.fit_layer_overhead_us(_loader(_scale_decode("calibration", 0.8))) > fitted
+
+
+@pytest.mark.parametrize("engine", sorted(fit.LAYER_OVERHEAD_KEY))
+def test_the_fitted_value_is_the_one_in_performance_json(engine):
+    now = fit.model.CONSTANTS["layer_overhead_us"][fit.LAYER_OVERHEAD_KEY[engine]]
+    assert abs(fit.fit_layer_overhead_us(engine=engine) - now) <= 0.5
