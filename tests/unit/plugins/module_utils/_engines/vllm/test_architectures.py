@@ -131,3 +131,13 @@ def test_the_plan_reports_it(architecture, version, severity):
     plan = build_plan({"inferops_engine": "vllm", "vllm_version": version, "inferops_model": model}, {"gpus": [gpu]})
     found = [f["severity"] for f in plan["checks"] if f["id"] == "architecture-unsupported"]
     assert found == ([severity] if severity else [])
+
+
+def test_the_release_records_name_registry_classes():
+    # v2_model_runner.architectures of each record: class names that release's registry lists
+    named = [
+        (release, name)
+        for release, record in RELEASES.items()
+        for name in record.get("v2_model_runner", {}).get("architectures", [])
+    ]
+    assert named and [(r, n) for r, n in named if support(n, r).status != "listed"] == []
