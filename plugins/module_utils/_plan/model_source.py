@@ -95,8 +95,8 @@ def _use_checkpoint(inputs: HostInputs, checkpoint: Checkpoint) -> List[Dict[str
 
 
 def _use_gguf(inputs: HostInputs, resolver: ModelResolver, repo: str, revision: str, file: str) -> List[Dict[str, str]]:
-    """A GGUF file: its header gives the shape the Ollama budget reads and the Hub its exact size; the
-    architecture (report, checks) still comes from base_model or the catalogue."""
+    """A GGUF file: its header gives the shape and the architecture the Ollama plan reads (base_model is used only
+    when the header cannot be read) and the Hub its exact size."""
     model = inputs.model
     try:
         result = resolver.resolve_gguf(repo, revision, file)

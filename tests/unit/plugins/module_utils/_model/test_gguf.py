@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
+    architecture_from_shape,
+    shape_from_architecture,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model import hub as hub_module
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.gguf import read_gguf, shape_from_gguf
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
@@ -122,3 +127,39 @@ def test_vllm_serving_a_gguf_takes_the_file_size_as_the_weights(tmp_path):
     model = build_plan(variables, {"gpus": [GPU]}, models=offline)["model"]
     assert model["weights_source"].startswith("gguf file size, cache ")
     assert abs(model["weights_bytes"] - (GGUF / FILE).stat().st_size) <= 16
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_architecture_comes_from_the_header(name):
+    config_name, sliding = CASES[name]
+    header = read_gguf(str(GGUF / name))
+    served = architecture_from_shape(shape_from_gguf(header))
+    expected = ModelArchitecture.from_config(json.loads((CONFIGS / config_name).read_text()))
+    assert served.architecture == header["metadata"]["general.architecture"]  # llama.cpp's name, not the class
+    facts = ("num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "hidden_size", "vocab_size")
+    facts += ("max_position_embeddings", "num_experts", "num_experts_per_tok", "layer_types")
+    assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
+    assert served.sliding_window_layers == sliding
+
+
+@pytest.mark.parametrize(
+    "config_name", ["Qwen--Qwen3.5-35B-A3B_config.json", "Qwen--Qwen3-Next-80B-A3B-Thinking_config.json"]
+)
+def test_a_hybrid_header_gives_the_gated_deltanet_dimensions(config_name):
+    # no hybrid GGUF fixture: the shape convert_hf_to_gguf.py writes (ssm.* keys) for the real config
+    expected = ModelArchitecture.from_config(json.loads((CONFIGS / config_name).read_text()))
+    served = architecture_from_shape(shape_from_architecture(expected))
+    assert served.architecture in ("qwen35moe", "qwen3next") and served.model_type == expected.model_type
+    facts = ("layer_types", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim")
+    facts += ("linear_value_head_dim", "linear_conv_kernel_dim", "attn_output_gate", "num_kv_heads", "head_dim")
+    assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
+
+
+def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):
+    repo, data = "someone/Private-Finetune-GGUF", (GGUF / FILE).read_bytes()
+    hub.add(repo, {FILE: data})
+    variables = ollama_variables()
+    variables["inferops_model"] = {"repo": repo, "revision": "main", "file": FILE}  # no base_model, no size
+    plan = build_plan(variables, {"gpus": [GPU]}, models=online(tmp_path, hub))
+    assert plan["model"]["architecture"] == "qwen3" and plan["model"]["weights_bytes"] == len(data)
+    assert plan["memory"]["kv_cache_gib"] > 0 and not [c for c in plan["checks"] if c["severity"] == "error"]
