@@ -364,12 +364,17 @@ def architecture_from_shape(shape: Mapping[str, Any]) -> ModelArchitecture:
             LAYER_LINEAR if i in recurrent else LAYER_SLIDING if i in sliding else LAYER_FULL for i in range(blocks)
         ],
     }
-    value_heads = int(shape.get("ssm_time_step_rank") or 0)
+    state = int(shape.get("ssm_state_size") or 0)
+    # A header record kept before ssm_time_step_rank was read: value head dim = key head dim (128 in every
+    # Qwen3-Next / Qwen3.5 config), so the value heads are the inner size over it.
+    value_heads = int(shape.get("ssm_time_step_rank") or 0) or (
+        int(shape.get("ssm_inner_size") or 0) // state if state else 0
+    )
     if recurrent:
         config.update(
             mamba_ssm_dtype="float32",  # llama.cpp keeps the recurrent state in f32
             linear_conv_kernel_dim=int(shape.get("ssm_conv_kernel") or 0),
-            linear_key_head_dim=int(shape.get("ssm_state_size") or 0),
+            linear_key_head_dim=state,
             linear_num_key_heads=int(shape.get("ssm_group_count") or 0),
             linear_num_value_heads=value_heads or None,
             linear_value_head_dim=int(shape.get("ssm_inner_size") or 0) // value_heads if value_heads else None,

@@ -153,6 +153,8 @@ def test_a_hybrid_header_gives_the_gated_deltanet_dimensions(config_name):
     facts = ("layer_types", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim")
     facts += ("linear_value_head_dim", "linear_conv_kernel_dim", "attn_output_gate", "num_kv_heads", "head_dim")
     assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
+    kept_before = {k: v for k, v in shape_from_architecture(expected).items() if k != "ssm_time_step_rank"}
+    assert architecture_from_shape(kept_before) == served  # a header record kept before the key was read
 
 
 def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):
