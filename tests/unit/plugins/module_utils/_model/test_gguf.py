@@ -165,3 +165,54 @@ def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):
     plan = build_plan(variables, {"gpus": [GPU]}, models=online(tmp_path, hub))
     assert plan["model"]["architecture"] == "qwen3" and plan["model"]["weights_bytes"] == len(data)
     assert plan["memory"]["kv_cache_gib"] > 0 and not [c for c in plan["checks"] if c["severity"] == "error"]
+
+
+def vllm_with_standby(**standby_model) -> dict:
+    """vLLM (Qwen3-8B, inline config) on GPU 0 and an Ollama on standby on GPU 1 with the GGUF of REPO."""
+    config = json.loads((CONFIGS / "Qwen--Qwen3-8B_config.json").read_text())
+    return {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT, "config": config},
+        "vllm_gpus": [0],
+        "vllm_max_model_len": 8192,
+        "inferops_standby_ollama": {
+            "version": "0.30.0",
+            "gpus": [1],
+            "context_length": 8192,
+            "model": {"repo": REPO, "revision": "main", "file": FILE, **standby_model},
+        },
+    }
+
+
+TWO_GPUS = {"gpus": [GPU, dict(GPU, index=1)]}
+
+
+def test_a_standby_gguf_takes_its_size_and_architecture_from_the_hub(tmp_path, hub):
+    hub.add(REPO, {FILE: (GGUF / FILE).read_bytes()})
+    resolver = online(tmp_path, hub)
+    standby = build_plan(vllm_with_standby(), TWO_GPUS, models=resolver)["standby_ollama"]
+    active = ollama_variables()
+    del active["inferops_model"]["base_model"]
+    alone = build_plan(active, {"gpus": [dict(GPU, index=1)]}, models=resolver)
+    # the standby Ollama is budgeted like the same GGUF on an Ollama host: the header's shape and size
+    assert standby["gpus"] == [1] and standby["vram_used_gib"] == alone["memory"]["vram_used_gib"]
+    hub.reset()
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    again = build_plan(vllm_with_standby(), TWO_GPUS, models=offline)
+    assert again["standby_ollama"] == standby and hub.requests == []
+
+
+def test_a_standby_gguf_that_cannot_be_read_names_its_variables(tmp_path):
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    with pytest.raises(PlanInputError) as error:
+        build_plan(vllm_with_standby(), TWO_GPUS, models=offline)
+    message = str(error.value)
+    assert f"inferops_standby_ollama.model.file '{FILE}' of '{REPO}' at 'main' could not be read" in message
+    assert "inferops_standby_ollama.model.weights_bytes" in message and "inferops_model." not in message
+
+
+def test_a_standby_gguf_the_repo_lacks_names_the_standby_variable(tmp_path, hub):
+    hub.add(REPO, {"other.gguf": (GGUF / FILE).read_bytes()})
+    with pytest.raises(PlanInputError, match=rf"inferops_standby_ollama.model.file '{FILE}' is not in {REPO}"):
+        build_plan(vllm_with_standby(), TWO_GPUS, models=online(tmp_path, hub))
