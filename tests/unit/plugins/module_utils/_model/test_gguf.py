@@ -216,3 +216,11 @@ def test_a_standby_gguf_the_repo_lacks_names_the_standby_variable(tmp_path, hub)
     hub.add(REPO, {"other.gguf": (GGUF / FILE).read_bytes()})
     with pytest.raises(PlanInputError, match=rf"inferops_standby_ollama.model.file '{FILE}' is not in {REPO}"):
         build_plan(vllm_with_standby(), TWO_GPUS, models=online(tmp_path, hub))
+
+
+def test_a_gguf_only_repository_without_file_names_its_gguf_files(tmp_path, hub):
+    hub.add(REPO, {FILE: (GGUF / FILE).read_bytes(), "README.md": b"# GGUF"})
+    variables = ollama_variables()
+    del variables["inferops_model"]["file"]
+    with pytest.raises(PlanInputError, match=rf"GGUF files \({FILE}\): set inferops_model.file to the one to serve"):
+        build_plan(variables, {"gpus": [GPU]}, models=online(tmp_path, hub))
