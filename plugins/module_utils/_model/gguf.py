@@ -218,6 +218,7 @@ def shape_from_gguf(header: Mapping[str, Any]) -> Dict[str, Any]:
         "ssm_state_size": _meta_int(meta, key("ssm.state_size")),
         "ssm_group_count": _meta_int(meta, key("ssm.group_count")),
         "ssm_inner_size": _meta_int(meta, key("ssm.inner_size")),
+        "ssm_time_step_rank": _meta_int(meta, key("ssm.time_step_rank")),
         "layer_bytes": layer_bytes if any(layer_bytes) else None,
         "output_bytes": output_bytes,
         "input_bytes": input_bytes,

@@ -649,9 +649,17 @@ class ModelResolver:
     def _from_hub(self, client: Any, repo: str, revision: str) -> Checkpoint:
         commit, files = client.files(repo, revision)
         if CONFIG not in files:
+            ggufs = sorted(name for name in files if name.endswith(".gguf"))
+            if ggufs:
+                raise ModelSourceError(
+                    f"{_REPO_VAR} {repo!r} has no {CONFIG} at {revision} ({commit}) but GGUF files "
+                    f"({', '.join(ggufs[:8])}{', ...' if len(ggufs) > 8 else ''}): set inferops_model.file to the "
+                    f"one to serve, such as {ggufs[0]!r} (the plan reads its header), or give "
+                    "inferops_model.config_file"
+                )
             raise ModelSourceError(
-                f"{_REPO_VAR} {repo!r} has no {CONFIG} at {revision} ({commit}): is it a GGUF-only repository? "
-                "Set inferops_model.base_model to its architecture, or give inferops_model.config_file"
+                f"{_REPO_VAR} {repo!r} has no {CONFIG} at {revision} ({commit}): give inferops_model.config_file, "
+                "or inferops_model.file for a GGUF file"
             )
         snapshot = ""
         for name in SMALL_FILES:

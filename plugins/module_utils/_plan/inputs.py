@@ -258,6 +258,7 @@ class StandbyOllama:
     model: Dict[str, Any]
     settings: Dict[str, Any]  # Ollama setting name -> value, only those set
     gpus: Optional[List[int]] = None
+    gguf_shape: Optional[Dict[str, Any]] = None  # its GGUF's header, when _plan/model_source.py read it
 
 
 def _is_unset(value: Any) -> bool:
@@ -600,10 +601,12 @@ def _validate_standby_ollama(value: Any, errors: List[str]) -> Optional[StandbyO
         errors.append(_unknown_keys_message(STANDBY_VAR, unknown, _STANDBY_KEYS))
     version = _validate_version("ollama", f"{STANDBY_VAR}.version", standby.get("version"), errors)
     model = _validate_model(standby.get("model"), errors, f"{STANDBY_VAR}.model")
-    if model and "weights_bytes" not in model:
+    if model and "weights_bytes" not in model and not str(model.get("file", "")).lower().endswith(".gguf"):
+        # with a GGUF file, the plan reads its size from the controller's cache or the Hub (model_source.py)
         errors.append(
             f"{STANDBY_VAR}.model.weights_bytes is required: the size in bytes of the GGUF file "
-            f"({model.get('file') or STANDBY_VAR + '.model.file'}) as listed on its Hugging Face page"
+            f"({model.get('file') or STANDBY_VAR + '.model.file'}), or set {STANDBY_VAR}.model.file to the .gguf "
+            "file, whose size the plan reads from the controller's Hugging Face cache or the Hub"
         )
     settings: Dict[str, Any] = {}
     for setting in _STANDBY_SETTINGS:

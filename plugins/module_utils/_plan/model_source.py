@@ -24,19 +24,25 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import quantization_conflict
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import finding
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs, PlanInputError
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import STANDBY_VAR, HostInputs, PlanInputError
 
 
 def resolve_model_source(inputs: HostInputs, resolver: Optional[ModelResolver]) -> List[Dict[str, str]]:
     """Point ``inputs`` at the checkpoint's files when the resolver finds them; the findings to report.
 
     Sets ``inputs.model["config_file"]`` (the cached config.json), ``inputs.checkpoint_bytes`` and
-    ``inputs.model_source`` (the report's ``commit`` / ``config_source``). Raises PlanInputError naming
-    ``inferops_model.repo``, ``.revision`` or ``.quantization`` when the model cannot be described.
+    ``inputs.model_source`` (the report's ``commit`` / ``config_source``); for a GGUF of the Ollama kept on
+    standby, its header's shape and size (``inputs.standby_ollama``). Raises PlanInputError naming
+    ``inferops_model.repo``, ``.revision`` or ``.quantization`` (or ``inferops_standby_ollama.model``) when the
+    model cannot be described.
     """
-    model = inputs.model
     if resolver is None:
         return []
+    return _resolve_model(inputs, resolver) + _resolve_standby(inputs, resolver)
+
+
+def _resolve_model(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str, str]]:
+    model = inputs.model
     if isinstance(model.get("config"), dict):
         inputs.model_source = {"commit": None, "config_source": "inferops_model.config"}
         return []
@@ -45,7 +51,7 @@ def resolve_model_source(inputs: HostInputs, resolver: Optional[ModelResolver]) 
         return []
     repo, revision = str(model["repo"]), str(model["revision"])
     if str(model.get("file", "")).lower().endswith(".gguf"):
-        return _use_gguf(inputs, resolver, repo, revision, str(model["file"]))
+        return _use_gguf(inputs, resolver)
     try:
         result = resolver.resolve(repo, revision)
     except ModelSourceError as exc:
@@ -94,14 +100,11 @@ def _use_checkpoint(inputs: HostInputs, checkpoint: Checkpoint) -> List[Dict[str
     return []
 
 
-def _use_gguf(inputs: HostInputs, resolver: ModelResolver, repo: str, revision: str, file: str) -> List[Dict[str, str]]:
-    """A GGUF file: its header gives the shape the Ollama budget reads and the Hub its exact size; the
-    architecture (report, checks) still comes from base_model or the catalogue."""
+def _use_gguf(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str, str]]:
+    """A GGUF file: its header gives the shape and the architecture the Ollama plan reads (base_model is used only
+    when the header cannot be read) and the Hub its exact size."""
     model = inputs.model
-    try:
-        result = resolver.resolve_gguf(repo, revision, file)
-    except ModelSourceError as exc:
-        raise PlanInputError([str(exc)]) from None
+    result = _read_gguf(resolver, model, "inferops_model")
     if isinstance(result, GgufCheckpoint):
         inputs.gguf_shape = dict(result.shape)
         if "weights_bytes" not in model:
@@ -111,16 +114,42 @@ def _use_gguf(inputs: HostInputs, resolver: ModelResolver, repo: str, revision: 
                 inputs.model = {**model, "weights_bytes": result.file_bytes}
         inputs.model_source = {"commit": result.commit, "config_source": result.source}
         return []
-    if "weights_bytes" not in model:
-        raise PlanInputError(
-            [
-                f"inferops_model.file {file!r} of {repo!r} at {revision!r} could not be read ({result.message}): "
-                "put the file in the controller's Hugging Face cache (`hf download REPO FILE`), or give its size in "
-                "bytes as inferops_model.weights_bytes (with inferops_model.base_model for its architecture)"
-            ]
-        )
     inputs.model_source = {"commit": None, "config_source": f"inventory (GGUF header not read: {result.message})"}
     return [finding("model-source", "warning", result.message)] if result.reason == "gated" else []
+
+
+def _resolve_standby(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str, str]]:
+    """The GGUF of the Ollama kept on standby beside vLLM, read like the active model's: its header's shape
+    (architecture included) and its size as ``weights_bytes`` unless the inventory gives one."""
+    standby = inputs.standby_ollama
+    if standby is None or not str(standby.model.get("file", "")).lower().endswith(".gguf"):
+        return []
+    result = _read_gguf(resolver, standby.model, f"{STANDBY_VAR}.model")
+    if isinstance(result, GgufCheckpoint):
+        standby.gguf_shape = dict(result.shape)
+        if "weights_bytes" not in standby.model:
+            standby.model = {**standby.model, "weights_bytes": result.file_bytes}
+        return []
+    return [finding("model-source", "warning", result.message)] if result.reason == "gated" else []
+
+
+def _read_gguf(resolver: ModelResolver, model: Dict[str, Any], var: str) -> Any:
+    """The GgufCheckpoint of ``model["file"]``, or the Unresolved reason when its size is in the inventory;
+    PlanInputError naming ``var`` (inferops_model or inferops_standby_ollama.model) otherwise."""
+    repo, revision, file = str(model["repo"]), str(model["revision"]), str(model["file"])
+    try:
+        result = resolver.resolve_gguf(repo, revision, file)
+    except ModelSourceError as exc:
+        raise PlanInputError([str(exc).replace("inferops_model", var)]) from None
+    if isinstance(result, GgufCheckpoint) or "weights_bytes" in model:
+        return result
+    raise PlanInputError(
+        [
+            f"{var}.file {file!r} of {repo!r} at {revision!r} could not be read ({result.message}): "
+            "put the file in the controller's Hugging Face cache (`hf download REPO FILE`), or give its size in "
+            f"bytes as {var}.weights_bytes (with {var}.base_model for its architecture)"
+        ]
+    )
 
 
 def source_keys(inputs: HostInputs) -> Dict[str, Any]:

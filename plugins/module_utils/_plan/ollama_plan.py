@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import MIB, gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
+    architecture_from_shape,
     ollama_budget,
     shape_from_architecture,
 )
@@ -54,8 +55,8 @@ def ollama_model_budget(
 
     model: an inferops_model mapping; requested: Ollama settings set in inventory; gpus: the GPUs Ollama
     may use (None: all), from the variable gpus_var. Shared by Ollama hosts and the Ollama kept on
-    standby beside vLLM. shape: the GGUF file's own header (``_model/gguf.py``), when the plan read it;
-    else the shape of the base model's architecture.
+    standby beside vLLM. shape: the GGUF file's own header (``_model/gguf.py``), when the plan read it; the
+    architecture then comes from it too (base_model is not needed); else the base model's architecture.
     """
     known = sorted(int(g["index"]) for g in gear.gpus)
     missing = [i for i in gpus or () if i not in known]
@@ -66,7 +67,10 @@ def ollama_model_budget(
                 f"use indices among {known}"
             ]
         )
-    architecture, entry, _arch_source = describe_model(model, load_config(model))
+    if shape is not None:  # the GGUF's own header: what Ollama loads, whatever base_model says
+        architecture, entry = architecture_from_shape(shape), None
+    else:
+        architecture, entry, _arch_source = describe_model(model, load_config(model))
     weights_bytes = model.get("weights_bytes")
     if not weights_bytes:
         raise PlanInputError(

@@ -43,7 +43,13 @@ def standby_ollama(
     """(the plan's standby_ollama summary, ollama-coresidency findings) of an Ollama kept beside vLLM."""
     try:
         budget = ollama_model_budget(
-            standby.version, standby.model, standby.settings, standby.gpus, f"{STANDBY_VAR}.gpus", gear
+            standby.version,
+            standby.model,
+            standby.settings,
+            standby.gpus,
+            f"{STANDBY_VAR}.gpus",
+            gear,
+            standby.gguf_shape,
         )[1]
     except ValueError as exc:
         # The shared code names an Ollama host's variables; here they live under inferops_standby_ollama.

@@ -8,7 +8,8 @@ Public API (plain dicts in, plain dicts out; no Ansible imports):
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_architecture()``
   (or ``_model/gguf.py shape_from_gguf`` from the GGUF header itself, when the plan reads it) from the collection's
-  ``ModelArchitecture`` (module_utils/model_arch.py) for a catalogued base model.
+  ``ModelArchitecture`` (module_utils/model_arch.py) for a catalogued base model;
+  ``architecture_from_shape()`` goes the other way, for a GGUF whose header the plan read.
 * ``gpus``: sequence of ``{"index": int, "memory_total_bytes": int}`` (optionally
   ``"compute_capability": "8.6"``), in CUDA_VISIBLE_DEVICES order.
 * ``weights_bytes``: the GGUF file size (all of it is counted on the GPUs that hold layers: the
@@ -60,7 +61,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.relea
     first_release_with,
     release_record,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._model.arch import LAYER_LINEAR, LAYER_SLIDING
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
+    LAYER_FULL,
+    LAYER_LINEAR,
+    LAYER_SLIDING,
+    ModelArchitecture,
+)
 
 #: The per-release facts (eras, default context, first releases) are the release records (releases.json).
 QWEN35_SUPPORT = first_release_with("qwen35")
@@ -120,6 +126,7 @@ GGUF_SHAPE_KEYS = (
     "ssm_state_size",
     "ssm_group_count",
     "ssm_inner_size",
+    "ssm_time_step_rank",  # Gated-DeltaNet value heads (0 in header records read before it was kept)
     "layer_bytes",  # optional: per-layer tensor bytes from the GGUF tensor table
     "output_bytes",  # optional: output.weight (or tied token_embd) + output_norm bytes
     "input_bytes",  # optional: token_embd bytes (kept on the host by llama.cpp)
@@ -318,7 +325,61 @@ def shape_from_architecture(arch: Any) -> Dict[str, Any]:
         "ssm_state_size": arch.linear_key_head_dim or 0,
         "ssm_group_count": key_heads,
         "ssm_inner_size": value_heads * (arch.linear_value_head_dim or 0),
+        "ssm_time_step_rank": value_heads,
     }
+
+
+def architecture_from_shape(shape: Mapping[str, Any]) -> ModelArchitecture:
+    """The collection's ``ModelArchitecture`` of a GGUF file from its header's shape (``shape_from_gguf``):
+    what the report, the checks and the speed model read when the plan has the file's own header. The
+    architecture is the header's ``general.architecture`` (llama.cpp's name, e.g. ``qwen3moe``); the
+    model_type is the Hugging Face one it was converted from, where GGUF_ARCH_BY_MODEL_TYPE names it. The
+    inverse of shape_from_architecture (convert_hf_to_gguf.py writes the Gated-DeltaNet dimensions as
+    ssm.conv_kernel, ssm.state_size = key head dim, ssm.group_count = key heads, ssm.time_step_rank = value
+    heads, ssm.inner_size = value heads x value head dim)."""
+    name = str(shape.get("architecture") or "")
+    blocks = int(shape.get("block_count") or 0)
+    heads = int(shape.get("head_count") or 0)
+    kv_heads = shape.get("head_count_kv")
+    if isinstance(kv_heads, Sequence) and not isinstance(kv_heads, str):
+        kv_heads = max((int(h) for h in kv_heads), default=0)  # per layer: 0 on the recurrent ones
+    sliding, recurrent = set(shape.get("sliding_window_layers") or ()), set(shape.get("recurrent_layers") or ())
+    config: Dict[str, Any] = {
+        "architectures": [name],
+        "model_type": next((t for t, arch in GGUF_ARCH_BY_MODEL_TYPE.items() if arch == name.replace("-", "")), name),
+        "num_hidden_layers": blocks,
+        "num_attention_heads": heads,
+        "num_key_value_heads": int(kv_heads or heads),
+        "head_dim": int(shape.get("key_length") or 0) or None,
+        "hidden_size": int(shape.get("embedding_length") or 0),
+        "vocab_size": int(shape.get("vocab_size") or 0),
+        "max_position_embeddings": int(shape.get("context_length") or 0),
+        "intermediate_size": int(shape.get("feed_forward_length") or 0) or None,
+        "num_experts": int(shape.get("expert_count") or 0),
+        "num_experts_per_tok": int(shape.get("expert_used_count") or 0),
+        "moe_intermediate_size": int(shape.get("expert_feed_forward_length") or 0) or None,
+        "shared_expert_intermediate_size": int(shape.get("expert_shared_feed_forward_length") or 0) or None,
+        "sliding_window": int(shape.get("sliding_window") or 0) or None,
+        "layer_types": [
+            LAYER_LINEAR if i in recurrent else LAYER_SLIDING if i in sliding else LAYER_FULL for i in range(blocks)
+        ],
+    }
+    state = int(shape.get("ssm_state_size") or 0)
+    # A header record kept before ssm_time_step_rank was read: value head dim = key head dim (128 in every
+    # Qwen3-Next / Qwen3.5 config), so the value heads are the inner size over it.
+    value_heads = int(shape.get("ssm_time_step_rank") or 0) or (
+        int(shape.get("ssm_inner_size") or 0) // state if state else 0
+    )
+    if recurrent:
+        config.update(
+            mamba_ssm_dtype="float32",  # llama.cpp keeps the recurrent state in f32
+            linear_conv_kernel_dim=int(shape.get("ssm_conv_kernel") or 0),
+            linear_key_head_dim=state,
+            linear_num_key_heads=int(shape.get("ssm_group_count") or 0),
+            linear_num_value_heads=value_heads or None,
+            linear_value_head_dim=int(shape.get("ssm_inner_size") or 0) // value_heads if value_heads else None,
+        )
+    return ModelArchitecture.from_config(config)
 
 
 def predict_server_vram(shape: Mapping[str, Any], weights_bytes: int, total_context: int) -> int:

@@ -66,7 +66,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
-    first_release_with,
     uses_model_runner_v2,
     vllm_version,
 )
@@ -774,13 +773,6 @@ def vllm_memory_budget(
     after_start = max(per_rank) + overhead + max(kv_bytes, 0)
     if not version.cudagraph_memory_charged:
         after_start += cudagraph
-    first = first_release_with(arch.architecture)
-    if first is not None and version.number < first:
-        message = (
-            f"Model architectures ['{arch.architecture}'] are not supported by vLLM {version.text}: "
-            f"the first release that implements it is {'.'.join(map(str, first))} (vllm_version)"
-        )
-        findings.append(_finding("error", "vllm_architecture_unsupported", message))
     memory = _memory_findings(
         version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start
     )

@@ -3,10 +3,11 @@
 """What the collection knows about each vLLM release: the records of ``releases.json`` beside this file.
 
 One record per release (``releases``), each field read from that release's source or wheel, with the
-field's source in ``fields``; parser names and first releases of architectures as version ranges. A pinned
-version without a record of its own (a patch not published, e.g. 0.33.5) uses the newest record before
-it. Versions before 0.10.0 (V0 engine) are refused; so are versions after the newest record's minor
-(``NEWEST_KNOWN``: their memory behaviour has not been read yet). Adding a release: docs/architecture.md.
+field's source in ``fields``; parser names as version ranges (the architectures each release's model
+registry lists: ``architectures.py``). A pinned version without a record of its own (a patch not
+published, e.g. 0.33.5) uses the newest record before it. Versions before 0.10.0 (V0 engine) are refused;
+so are versions after the newest record's minor (``NEWEST_KNOWN``: their memory behaviour has not been
+read yet). Adding a release: docs/architecture.md.
 
 Public API:
 
@@ -20,8 +21,6 @@ Public API:
 ``batch_defaults(version, gpu_total_bytes, gpu_name="", compute_capability=None) -> dict``:
     ``max_num_batched_tokens`` and ``max_num_seqs`` that ``vllm serve`` picks for the GPU class
     (engine/arg_utils.py get_batch_defaults).
-``first_release_with(architecture) -> tuple | None``: the first release that implements a catalogued
-    architecture (read from model_executor/models in the wheels); ``None`` when not recorded.
 ``uses_model_runner_v2(version, architecture, is_moe, is_hybrid, is_quantized) -> bool``: whether the
     release runs the model on the V2 GPU model runner by default (config/vllm.py use_v2_model_runner);
     its profiling sampler skips top-k/top-p, so the warm-up peak is much smaller.
@@ -221,11 +220,6 @@ def uses_model_runner_v2(
     if rule == "listed_or_dense_attention":
         return in_list or (not is_hybrid and not is_moe)
     raise ValueError(f"releases.json: release {version.record} has an unknown v2_model_runner rule {rule!r}")
-
-
-def first_release_with(architecture: str) -> Optional[Tuple[int, ...]]:
-    first = RELEASE_DATA["architectures"]["first"].get(architecture)
-    return parse_vllm_version(first) if first else None
 
 
 def vllm_wheel_cuda(vllm_version: Any) -> str:

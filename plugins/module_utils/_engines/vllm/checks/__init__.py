@@ -12,6 +12,9 @@ from typing import Any, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.architecture import (
+    check_architecture,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
     compute_capability_x10,
 )
@@ -77,6 +80,7 @@ def check_vllm(
     min_cc = min(ccs) if ccs else None
     hybrid = bool(arch.get("is_hybrid"))
     findings: List[Finding] = []
+    findings += check_architecture(vv, arch, repo, model_format)
     findings += check_engine_format(vv, arch, model_format)
     findings += check_quantization(ver, arch, s, min_cc)
     findings += check_parsers(ver, arch, s, repo)

@@ -26,7 +26,6 @@ BUDGET_FACT_FINDINGS = {
     "vllm_kv_cache_memory_bytes": "memory-fit",
     "vllm_align_block_size": "mamba-block-size",
     "vllm_mamba_blocks_below_max_num_seqs": "max-num-seqs",
-    "vllm_architecture_unsupported": "architecture-unsupported",
     "vllm_overhead_uncertain": "memory-overhead-uncertain",
     "vllm_vision_profile_uncertain": "memory-overhead-uncertain",
     "vllm_gdn_prefill_unprofiled": "prefill-unprofiled",

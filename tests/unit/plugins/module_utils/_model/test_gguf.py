@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
+    architecture_from_shape,
+    shape_from_architecture,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._model import hub as hub_module
+from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
 from ansible_collections.inferops.llm.plugins.module_utils._model.gguf import read_gguf, shape_from_gguf
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
@@ -122,3 +127,100 @@ def test_vllm_serving_a_gguf_takes_the_file_size_as_the_weights(tmp_path):
     model = build_plan(variables, {"gpus": [GPU]}, models=offline)["model"]
     assert model["weights_source"].startswith("gguf file size, cache ")
     assert abs(model["weights_bytes"] - (GGUF / FILE).stat().st_size) <= 16
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_architecture_comes_from_the_header(name):
+    config_name, sliding = CASES[name]
+    header = read_gguf(str(GGUF / name))
+    served = architecture_from_shape(shape_from_gguf(header))
+    expected = ModelArchitecture.from_config(json.loads((CONFIGS / config_name).read_text()))
+    assert served.architecture == header["metadata"]["general.architecture"]  # llama.cpp's name, not the class
+    facts = ("num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "hidden_size", "vocab_size")
+    facts += ("max_position_embeddings", "num_experts", "num_experts_per_tok", "layer_types")
+    assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
+    assert served.sliding_window_layers == sliding
+
+
+@pytest.mark.parametrize(
+    "config_name", ["Qwen--Qwen3.5-35B-A3B_config.json", "Qwen--Qwen3-Next-80B-A3B-Thinking_config.json"]
+)
+def test_a_hybrid_header_gives_the_gated_deltanet_dimensions(config_name):
+    # no hybrid GGUF fixture: the shape convert_hf_to_gguf.py writes (ssm.* keys) for the real config
+    expected = ModelArchitecture.from_config(json.loads((CONFIGS / config_name).read_text()))
+    served = architecture_from_shape(shape_from_architecture(expected))
+    assert served.architecture in ("qwen35moe", "qwen3next") and served.model_type == expected.model_type
+    facts = ("layer_types", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim")
+    facts += ("linear_value_head_dim", "linear_conv_kernel_dim", "attn_output_gate", "num_kv_heads", "head_dim")
+    assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
+    kept_before = {k: v for k, v in shape_from_architecture(expected).items() if k != "ssm_time_step_rank"}
+    assert architecture_from_shape(kept_before) == served  # a header record kept before the key was read
+
+
+def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):
+    repo, data = "someone/Private-Finetune-GGUF", (GGUF / FILE).read_bytes()
+    hub.add(repo, {FILE: data})
+    variables = ollama_variables()
+    variables["inferops_model"] = {"repo": repo, "revision": "main", "file": FILE}  # no base_model, no size
+    plan = build_plan(variables, {"gpus": [GPU]}, models=online(tmp_path, hub))
+    assert plan["model"]["architecture"] == "qwen3" and plan["model"]["weights_bytes"] == len(data)
+    assert plan["memory"]["kv_cache_gib"] > 0 and not [c for c in plan["checks"] if c["severity"] == "error"]
+
+
+def vllm_with_standby(**standby_model) -> dict:
+    """vLLM (Qwen3-8B, inline config) on GPU 0 and an Ollama on standby on GPU 1 with the GGUF of REPO."""
+    config = json.loads((CONFIGS / "Qwen--Qwen3-8B_config.json").read_text())
+    return {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "Qwen/Qwen3-8B", "revision": COMMIT, "config": config},
+        "vllm_gpus": [0],
+        "vllm_max_model_len": 8192,
+        "inferops_standby_ollama": {
+            "version": "0.30.0",
+            "gpus": [1],
+            "context_length": 8192,
+            "model": {"repo": REPO, "revision": "main", "file": FILE, **standby_model},
+        },
+    }
+
+
+TWO_GPUS = {"gpus": [GPU, dict(GPU, index=1)]}
+
+
+def test_a_standby_gguf_takes_its_size_and_architecture_from_the_hub(tmp_path, hub):
+    hub.add(REPO, {FILE: (GGUF / FILE).read_bytes()})
+    resolver = online(tmp_path, hub)
+    standby = build_plan(vllm_with_standby(), TWO_GPUS, models=resolver)["standby_ollama"]
+    active = ollama_variables()
+    del active["inferops_model"]["base_model"]
+    alone = build_plan(active, {"gpus": [dict(GPU, index=1)]}, models=resolver)
+    # the standby Ollama is budgeted like the same GGUF on an Ollama host: the header's shape and size
+    assert standby["gpus"] == [1] and standby["vram_used_gib"] == alone["memory"]["vram_used_gib"]
+    hub.reset()
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    again = build_plan(vllm_with_standby(), TWO_GPUS, models=offline)
+    assert again["standby_ollama"] == standby and hub.requests == []
+
+
+def test_a_standby_gguf_that_cannot_be_read_names_its_variables(tmp_path):
+    offline = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    with pytest.raises(PlanInputError) as error:
+        build_plan(vllm_with_standby(), TWO_GPUS, models=offline)
+    message = str(error.value)
+    assert f"inferops_standby_ollama.model.file '{FILE}' of '{REPO}' at 'main' could not be read" in message
+    assert "inferops_standby_ollama.model.weights_bytes" in message and "inferops_model." not in message
+
+
+def test_a_standby_gguf_the_repo_lacks_names_the_standby_variable(tmp_path, hub):
+    hub.add(REPO, {"other.gguf": (GGUF / FILE).read_bytes()})
+    with pytest.raises(PlanInputError, match=rf"inferops_standby_ollama.model.file '{FILE}' is not in {REPO}"):
+        build_plan(vllm_with_standby(), TWO_GPUS, models=online(tmp_path, hub))
+
+
+def test_a_gguf_only_repository_without_file_names_its_gguf_files(tmp_path, hub):
+    hub.add(REPO, {FILE: (GGUF / FILE).read_bytes(), "README.md": b"# GGUF"})
+    variables = ollama_variables()
+    del variables["inferops_model"]["file"]
+    with pytest.raises(PlanInputError, match=rf"GGUF files \({FILE}\): set inferops_model.file to the one to serve"):
+        build_plan(variables, {"gpus": [GPU]}, models=online(tmp_path, hub))

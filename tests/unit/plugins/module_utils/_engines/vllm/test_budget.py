@@ -33,7 +33,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     batch_defaults,
-    first_release_with,
     parse_vllm_version,
     uses_model_runner_v2,
     vllm_version,
@@ -558,16 +557,6 @@ def test_align_assertion_on_small_gpus_in_026_only():
     assert not [f for f in later if f["id"] == "vllm_align_block_size"]
     earlier = vllm_memory_budget(QWEN36_35B, "0.25.1", RTX5090, **args)["findings"]
     assert not [f for f in earlier if f["id"] == "vllm_align_block_size"]  # prefix caching off by default
-
-
-def test_architecture_needs_a_release_that_implements_it():
-    # model_executor/models/qwen3_5*.py first ship in 0.17.0, qwen3_next*.py in 0.10.2
-    old = vllm_memory_budget(QWEN36_35B, "0.16.0", H100, 2)
-    assert "vllm_architecture_unsupported" in {f["id"] for f in old["findings"]}
-    assert "vllm_architecture_unsupported" not in {
-        f["id"] for f in vllm_memory_budget(QWEN36_35B, "0.17.0", H100, 2)["findings"]
-    }
-    assert first_release_with("Qwen3NextForCausalLM") == (0, 10, 2) and first_release_with("LlamaForCausalLM") is None
 
 
 def test_memory_findings():
