@@ -74,7 +74,7 @@ def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") 
     if not records:
         raise ValueError(f"no calibration record of engine {engine!r} to fit on")
     low, high = 0.0, 400.0
-    for _ in range(60):
+    for _step in range(60):
         middle = (low + high) / 2.0
         with constant("layer_overhead_us", LAYER_OVERHEAD_KEY[engine], middle):
             errors = _decode_errors(records, models)

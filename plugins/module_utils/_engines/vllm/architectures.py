@@ -84,10 +84,10 @@ def support(architecture: str, version: Any) -> ArchitectureSupport:
     extra = {"kind": entry.get("kind"), "vllm_says_until": entry.get("vllm_previously_supported_until")}
     if _present(spans, index):
         return ArchitectureSupport(architecture, "listed", release, release, **extra)
-    later = [first for first, _ in spans if READ_RELEASES.index(first) > index]
+    later = [first for first, _end in spans if READ_RELEASES.index(first) > index]
     if later:
         return ArchitectureSupport(architecture, "later", release, later[0], **extra)
-    last = [end for _, end in spans if end is not None and READ_RELEASES.index(end) < index]
+    last = [end for _first, end in spans if end is not None and READ_RELEASES.index(end) < index]
     return ArchitectureSupport(architecture, "removed", release, last[-1], **extra)
 
 
