@@ -92,6 +92,18 @@ def test_every_modelled_vllm_record_has_every_field_and_each_field_its_source():
     assert documented >= VLLM_FIELDS
 
 
+def test_the_step_cost_is_read_from_the_record_that_applies(monkeypatch):
+    monkeypatch.setitem(vllm.RELEASES["0.32.0"], "step_overhead_ms", 0.7)
+    assert vllm.step_costs((0, 32, 0)) == (0.7, None)
+    assert vllm.step_costs((0, 32, 5))[0] == 0.7  # a patch without a record of its own: the same record
+    assert vllm.step_costs((0, 33, 0))[0] == vllm.RELEASES["0.33.0"]["step_overhead_ms"]
+    monkeypatch.setitem(vllm.RELEASES["0.33.0"], "step_overhead_ms", 0.9)
+    assert vllm.step_costs() == (0.9, None)  # the plan's: the newest record
+    _ms, why = vllm.step_costs((0, 9, 2))  # a record that is not modelled
+    assert "not modelled" in why and "0.10.0" in why
+    assert vllm.step_costs((0, 5, 3)) == (vllm.RELEASES["0.8.0"]["step_overhead_ms"], why)  # before every record
+
+
 def test_parser_ranges_name_releases_whose_registries_were_read():
     read = {text for text, record in vllm.RELEASES.items() if record.get("registries_read")}
     for table in ("tool_parsers", "reasoning_parsers"):
