@@ -112,6 +112,25 @@ def test_parser_ranges_name_releases_whose_registries_were_read():
             assert set(span.values()) <= read, (table, name, span)
 
 
+def test_backends_and_quantization_capabilities_are_data_with_their_sources():
+    backends = vllm.RELEASE_DATA["attention_backends"]
+    quant = vllm.RELEASE_DATA["quantization_min_capability"]
+    assert backends["source"] and backends["priority_source"] and quant["source"]
+    assert quant["compressed_tensors_schemes_source"]
+    keys = {"kv_cache_dtypes", "min_cc", "max_cc", "only_cc", "limits", "first"}
+    for name, record in backends["names"].items():
+        assert set(record) <= keys, (name, set(record) - keys)
+        assert set(record["kv_cache_dtypes"]) <= set(vllm.RELEASES["0.33.0"]["kv_cache_dtypes"]), name
+        assert record.get("first", "0.33.0") in vllm.RELEASES, name
+        for limit in record.get("limits", ()):
+            assert limit["why"] and limit["cc_major"], name
+    for order in backends["priority"].values():
+        assert set(order) <= set(backends["names"]), order
+    read = {text for text, record in vllm.RELEASES.items() if record.get("registries_read")}
+    for method, readings in quant["methods"].items():
+        assert readings and set(readings) <= read, (method, readings)
+
+
 def test_the_newest_record_bounds_the_known_releases():
     newest = max(vllm.RELEASES, key=vllm.parse_vllm_version)
     assert (*vllm.parse_vllm_version(newest)[:2], 99) == vllm.NEWEST_KNOWN
