@@ -16,15 +16,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_number
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
-    _number,
-    validate_inputs,
-    vllm_key_findings,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import validate_inputs, vllm_key_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
@@ -106,11 +103,11 @@ def build_plan(
 
 def _host_cpu_cores(hardware: Mapping[str, Any]) -> Optional[int]:
     """The host's physical CPU cores (hardware ``cpu_cores``: the gathered processor facts), if known."""
-    value = _number(hardware.get("cpu_cores"), "int")
+    value = as_number(hardware.get("cpu_cores"), "int")
     return int(value) if value and value > 0 else None
 
 
 def _host_memory_mib(hardware: Mapping[str, Any]) -> Optional[int]:
     """The host's memory in MiB (hardware ``memory_mib``: inferops_host_memory_mib or ansible_memtotal_mb)."""
-    value = _number(hardware.get("memory_mib"), "int")
+    value = as_number(hardware.get("memory_mib"), "int")
     return int(value) if value and value > 0 else None

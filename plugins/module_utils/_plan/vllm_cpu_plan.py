@@ -37,14 +37,14 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     traffic_for,
     vllm_cpu_performance,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import (
-    _OVERHEAD_SETTINGS,
-    _architecture,
-    _evaluate,
-    _gguf,
-    _params,
-    _scheme,
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
+    OVERHEAD_SETTINGS,
+    catalogue_params,
+    evaluate,
+    is_gguf,
+    model_architecture,
     model_weights,
+    weight_scheme,
 )
 
 # Without the host's memory, the KV cache the plan gives the CPU build (vLLM's own default before 0.10).
@@ -72,7 +72,7 @@ def vllm_cpu_plan(
 
     ``cpu_cores``: the host's physical cores (the compute roof of the ``performance`` section), if known."""
     version = inputs.engine_version
-    architecture, served, entry = _architecture(inputs)
+    architecture, served, entry = model_architecture(inputs)
     requested = dict(inputs.settings)
     weights = model_weights(inputs, served, entry)
     space = inputs.cpu_kvcache_space_gib or default_kvcache_space(host_memory_mib, weights.total_bytes)
@@ -90,9 +90,9 @@ def vllm_cpu_plan(
         "vllm_version": version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
-        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
+        **{name: requested.get(name) for name in OVERHEAD_SETTINGS},
     }
-    evaluation = _evaluate(
+    evaluation = evaluate(
         ctx, inputs, served, weights, measured, context, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB}
     )
     figures = evaluation.budget
@@ -115,7 +115,9 @@ def vllm_cpu_plan(
     }
     settings = settings_section(evaluation.settings, requested, layout, figures, version)
     performance = vllm_cpu_performance(
-        traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs)),
+        traffic_for(
+            served, weights, catalogue_params(inputs, entry), weight_scheme(inputs, architecture), is_gguf(inputs)
+        ),
         kv_traffic(figures),
         inputs.workload,
         figures,

@@ -4,45 +4,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
-    vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
-    compute_capability_x10 as capability_x10,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SWITCH_OFF,
     VLLM_SETTINGS,
-    ResolvedSettings,
-    SettingsContext,
-    refine_with_budget,
-    resolve_vllm_settings,
     settings_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
-from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
-    WeightsEstimate,
-    estimate_weights,
-    quantization_from_name,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     Hardware,
     driver_facts,
     finding,
     layout_section,
-    load_config,
-    load_image_max_pixels,
     model_section,
     plan_findings,
     resolved,
@@ -70,177 +52,18 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     traffic_for,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
-
-# Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
-# measurement taken with other values says nothing about this plan.
-_OVERHEAD_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "enforce_eager", "max_cudagraph_capture_size")
-
-
-def _merge(base: Any, override: Any) -> Any:
-    """config.json updated like vLLM's --hf-overrides: nested mappings merged, other values replaced."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        merged = dict(base)
-        for key, value in override.items():
-            merged[key] = _merge(base.get(key), value)
-        return merged
-    return override
-
-
-def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
-    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry)."""
-    config = load_config(inputs.model)
-    architecture, entry, _source = describe_model(inputs.model, config)
-    overrides = inputs.settings.get("hf_overrides")
-    if not overrides:
-        return architecture, architecture, entry
-    base = config if config is not None else entry.config
-    return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
-
-
-def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> WeightsEstimate:
-    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts."""
-    requested = inputs.settings
-    return estimate_weights(
-        served,
-        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
-        weights_bytes=inputs.model.get("weights_bytes"),
-        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
-        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
-        include_vision=not requested.get("language_model_only"),
-        checkpoint=inputs.checkpoint_bytes,
-    )
-
-
-def _params(inputs: HostInputs, entry: Any) -> Optional[Dict[str, int]]:
-    """The catalogue's parameter counts when the plan reads no config.json (as ``model_weights``)."""
-    return dict(entry.params) if entry is not None and load_config(inputs.model) is None else None
-
-
-def _scheme(inputs: HostInputs, architecture: ModelArchitecture) -> Optional[str]:
-    """The quantization scheme the weights are stored in (the inventory's override, else the checkpoint's)."""
-    if "quantization" in inputs.model:
-        quant = quantization_from_name(inputs.model["quantization"])
-        return quant.scheme if quant is not None else None
-    return architecture.quantization.scheme if architecture.quantization is not None else None
-
-
-def _gguf(inputs: HostInputs) -> bool:
-    return str(inputs.model.get("file", "")).endswith(".gguf")
-
-
-def _measured_overhead(
-    measured: Optional[Mapping[str, Any]], context: Mapping[str, Any]
-) -> Tuple[Optional[int], Optional[Dict[str, str]]]:
-    """The overhead per GPU (bytes) measured at the last vLLM start, when it was the same configuration.
-
-    measured: the vLLM role's local fact ansible_local.inferops_vllm (``version``, ``model`` {repo,
-    revision}, ``layout``, ``settings``, ``overhead_gib``, ...). context: this plan's version, repo,
-    revision, layout sizes and inventory settings.
-    """
-    if not measured or measured.get("overhead_gib") is None:
-        return None, None
-    model = measured.get("model") or {}
-    layout = measured.get("layout") or {}
-    then = {
-        "vllm_version": measured.get("version"),
-        "repo": model.get("repo"),
-        "revision": model.get("revision"),
-        "tensor_parallel_size": layout.get("tensor_parallel_size"),
-        "pipeline_parallel_size": layout.get("pipeline_parallel_size"),
-    }
-    then.update({name: (measured.get("settings") or {}).get(name) for name in _OVERHEAD_SETTINGS})
-    different = [name for name, value in then.items() if value is not None and context.get(name) not in (None, value)]
-    if different:
-        note = finding(
-            "memory-fit",
-            "info",
-            f"the overhead measured at the last vLLM start is not used: {', '.join(different)} changed since",
-        )
-        return None, note
-    return int(float(measured["overhead_gib"]) * GIB), None
-
-
-def _settings_context(
-    inputs: HostInputs, checkpoint: ModelArchitecture, served: ModelArchitecture, gpus: Sequence[Mapping[str, Any]]
-) -> SettingsContext:
-    """What the release defaults and the plan's choices depend on: the release, the model, the engine's GPUs."""
-    smallest = min(gpus, key=lambda g: int(g["memory_mib"]))
-    capabilities = [c for c in (capability_x10(g) for g in gpus) if c is not None]
-    return SettingsContext(
-        version=vllm_version(inputs.engine_version),
-        checkpoint=checkpoint,
-        served=served,
-        gpu_total_bytes=cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"])),
-        gpu_name=str(smallest.get("name") or ""),
-        compute_capability=smallest.get("compute_capability"),
-        min_capability=min(capabilities) if capabilities else None,
-        repo=inputs.model["repo"],
-    )
-
-
-# A fixed point is reached in two or three rounds (batch size, then max_num_seqs); this bounds the loop.
-_MAX_REFINE_ROUNDS = 8
-
-
-@dataclass
-class _Evaluation:
-    """One candidate layout resolved and budgeted: the settings and the budget computed with them."""
-
-    settings: ResolvedSettings
-    budget: Dict[str, Any]
-
-    @property
-    def fits(self) -> bool:
-        return bool(budget_figures(self.budget)["fits"])
-
-
-def _evaluate(
-    ctx: SettingsContext,
-    inputs: HostInputs,
-    served: ModelArchitecture,
-    weights: Any,
-    measured: Optional[Mapping[str, Any]],
-    context: Mapping[str, Any],
-    tp: int,
-    pp: int,
-    pinned: Optional[Mapping[str, Any]] = None,
-    custom_all_reduce: Optional[bool] = None,
-) -> _Evaluation:
-    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle.
-
-    pinned: values the engine takes from elsewhere than its flags (the CPU build's KV cache size from
-    VLLM_CPU_KVCACHE_SPACE), laid over the resolved values for the budget.
-    """
-    overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
-    choices: Dict[str, Any] = {}
-    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-    image_max_pixels = load_image_max_pixels(inputs.model)
-
-    def budget() -> Dict[str, Any]:
-        return vllm_memory_budget(
-            served,
-            ctx.version,
-            ctx.gpu_total_bytes,
-            tensor_parallel_size=tp,
-            pipeline_parallel_size=pp,
-            weights=weights,
-            settings={**settings.values, **(pinned or {})},
-            gpu_name=ctx.gpu_name,
-            compute_capability=ctx.compute_capability,
-            measured_overhead_bytes=overhead,
-            image_max_pixels=image_max_pixels,
-            custom_all_reduce=custom_all_reduce,
-        )
-
-    figures = budget()
-    for _round in range(_MAX_REFINE_ROUNDS):
-        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
-        if not changes:
-            break
-        choices.update(changes)
-        settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-        figures = budget()
-    return _Evaluation(settings, figures)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
+    OVERHEAD_SETTINGS,
+    Evaluation,
+    catalogue_params,
+    evaluate,
+    is_gguf,
+    measured_overhead,
+    model_architecture,
+    model_weights,
+    settings_context,
+    weight_scheme,
+)
 
 
 def vllm_plan(
@@ -251,20 +74,20 @@ def vllm_plan(
 ) -> Dict[str, Any]:
     """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
     version = inputs.engine_version
-    architecture, served, entry = _architecture(inputs)
+    architecture, served, entry = model_architecture(inputs)
     requested = dict(inputs.settings)
     weights = model_weights(inputs, served, entry)
     by_index = {int(g["index"]): g for g in gear.gpus}
     allowed = inputs.gpus or list(by_index)
     engine_gpus = [by_index[i] for i in allowed if i in by_index]
-    ctx = _settings_context(inputs, architecture, served, engine_gpus)
+    ctx = settings_context(inputs, architecture, served, engine_gpus)
     context = {
         "vllm_version": version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
-        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
+        **{name: requested.get(name) for name in OVERHEAD_SETTINGS},
     }
-    evaluations: Dict[Tuple[int, int], Optional[_Evaluation]] = {}
+    evaluations: Dict[Tuple[int, int], Optional[Evaluation]] = {}
 
     def custom_ar(tp: int) -> Optional[bool]:
         """False when no placement of this TP size (more than two GPUs: what the records show) runs vLLM's
@@ -275,11 +98,11 @@ def vllm_plan(
             return False
         return None
 
-    def evaluation(tp: int, pp: int) -> Optional[_Evaluation]:
+    def evaluation(tp: int, pp: int) -> Optional[Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
         if (tp, pp) not in evaluations:
             try:
-                evaluations[(tp, pp)] = _evaluate(
+                evaluations[(tp, pp)] = evaluate(
                     ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp)
                 )
             except ValueError:
@@ -304,7 +127,9 @@ def vllm_plan(
     # The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
     # budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins.
     workload = inputs.workload
-    traffic = traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs))
+    traffic = traffic_for(
+        served, weights, catalogue_params(inputs, entry), weight_scheme(inputs, architecture), is_gguf(inputs)
+    )
     ranked = rank_options(
         layout_options(search, search.candidates, evaluation, traffic, workload),
         workload.objective,
@@ -344,7 +169,7 @@ def vllm_plan(
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
         try:
-            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp))
+            chosen = evaluate(ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp))
         except ValueError as exc:
             pipeline = "pipeline" in str(exc)
             variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
@@ -378,7 +203,7 @@ def vllm_plan(
             settings=resolved_values,
             gpus=used,
             repo=inputs.model["repo"],
-            model_format="gguf" if _gguf(inputs) else "safetensors",
+            model_format="gguf" if is_gguf(inputs) else "safetensors",
             layout=layout,
             budget=figures,
             env=environment,
@@ -391,7 +216,7 @@ def vllm_plan(
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
         if check_id not in reported:
             findings.append(finding(check_id, fact["severity"], fact["message"]))
-    _overhead, note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    _overhead, note = measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
     if note:
         findings.append(note)
     quantization = inputs.model.get("quantization") or (
@@ -475,20 +300,6 @@ def _choice_notes(settings: Mapping[str, Any], architecture: ModelArchitecture) 
             )
         )
     return notes
-
-
-def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
-    """The budget figures checks.py reads."""
-    layout = budget["layout"]
-    request = layout["blocks_per_request"] * layout["bytes_per_block"]
-    return {
-        "block_size": budget["block_size"],
-        "num_gpu_blocks": budget["num_blocks"],
-        "max_concurrency": budget["max_concurrency"],
-        "kv_cache_bytes": budget["kv_cache_bytes"],
-        "request_kv_bytes": request,
-        "fits": budget["kv_cache_bytes"] >= request + layout["bytes_per_block"],
-    }
 
 
 _SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
