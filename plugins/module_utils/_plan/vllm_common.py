@@ -7,7 +7,7 @@ budgeted for one layout (``evaluate``), with the overhead measured at the last s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
@@ -18,7 +18,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     compute_capability_x10 as capability_x10,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
+    VLLM_SETTINGS,
     ResolvedSettings,
     SettingsContext,
     refine_with_budget,
@@ -35,10 +37,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     finding,
     load_config,
     load_image_max_pixels,
+    model_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     HostInputs,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic
+from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import traffic_for
 
 # Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
 # measurement taken with other values says nothing about this plan.
@@ -95,6 +100,50 @@ def weight_scheme(inputs: HostInputs, architecture: ModelArchitecture) -> Option
 
 def is_gguf(inputs: HostInputs) -> bool:
     return str(inputs.model.get("file", "")).endswith(".gguf")
+
+
+@dataclass(frozen=True)
+class VllmModel:
+    """The model a vLLM planner serves, derived once from the host's inputs."""
+
+    architecture: ModelArchitecture  # as the checkpoint states it
+    served: ModelArchitecture  # as vLLM sees it after --hf-overrides
+    entry: Any  # the catalogue entry
+    weights: WeightsEstimate
+    context: Dict[str, Any]  # what an overhead measured at the last start must match (measured_overhead)
+
+
+def vllm_model(inputs: HostInputs) -> VllmModel:
+    architecture, served, entry = model_architecture(inputs)
+    context = {
+        "vllm_version": inputs.engine_version,
+        "repo": inputs.model["repo"],
+        "revision": inputs.model["revision"],
+        **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
+    }
+    return VllmModel(architecture, served, entry, model_weights(inputs, served, entry), context)
+
+
+def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
+    """The plan's model section: the served architecture, its weights, the quantization scheme."""
+    architecture = model.architecture
+    quantization = inputs.model.get("quantization") or (
+        architecture.quantization.scheme if architecture.quantization is not None else None
+    )
+    return model_section(
+        inputs, architecture.architecture, model.weights.total_bytes, model.weights.source, quantization
+    )
+
+
+def model_traffic(inputs: HostInputs, model: VllmModel) -> ModelTraffic:
+    """Bytes and FLOPs of one token through the model (the speed prediction's input)."""
+    return traffic_for(
+        model.served,
+        model.weights,
+        catalogue_params(inputs, model.entry),
+        weight_scheme(inputs, model.architecture),
+        is_gguf(inputs),
+    )
 
 
 def measured_overhead(
@@ -224,3 +273,18 @@ def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
         "request_kv_bytes": request,
         "fits": budget["kv_cache_bytes"] >= request + layout["bytes_per_block"],
     }
+
+
+# The flags the settings render: a layout's own flags add only the others.
+_SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
+
+
+def serve_command(inputs: HostInputs, settings: Mapping[str, Any], layout: Mapping[str, Any]) -> List[str]:
+    """The vllm serve command line: the settings' flags, the layout's own flags, the inventory's extra args."""
+    return vllm_command(
+        inputs.model["repo"],
+        inputs.model["revision"],
+        settings,
+        [flag for flag in layout.get("flags") or [] if flag not in _SETTING_FLAGS] + inputs.extra_args,
+        auto_max_model_len=inputs.settings.get("max_model_len") == "auto",
+    )

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
@@ -12,10 +13,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SWITCH_OFF,
-    VLLM_SETTINGS,
+    SettingsContext,
     settings_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
@@ -25,7 +25,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     driver_facts,
     finding,
     layout_section,
-    model_section,
     plan_findings,
     resolved,
     service_environment,
@@ -35,13 +34,17 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     PlanInputError,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    Candidate,
+    LayoutSearch,
     auto_result,
     custom_allreduce,
     explicit_result,
     finish_layout,
     layout_search,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic, Workload
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
+    Option,
     alternatives,
     figures_for,
     layout_options,
@@ -49,44 +52,46 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     predictor_for,
     rank_options,
     speed_reason,
-    traffic_for,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
-    OVERHEAD_SETTINGS,
     Evaluation,
-    catalogue_params,
+    VllmModel,
     evaluate,
     is_gguf,
     measured_overhead,
-    model_architecture,
-    model_weights,
+    model_traffic,
+    serve_command,
     settings_context,
-    weight_scheme,
+    vllm_model,
+    vllm_model_section,
 )
 
 
-def vllm_plan(
+@dataclass
+class _Chosen:
+    """The layout the planner loop picked, with the settings and budget it was evaluated with."""
+
+    search: LayoutSearch
+    layout: Dict[str, Any]
+    candidate: Candidate
+    evaluation: Evaluation
+    ranked: List[Option]
+    best: Optional[Option]
+    traffic: ModelTraffic
+
+
+def _choose_layout(
     inputs: HostInputs,
     gear: Hardware,
+    model: VllmModel,
+    ctx: SettingsContext,
     measured: Optional[Mapping[str, Any]],
-    cluster: Optional[ClusterContext] = None,
-) -> Dict[str, Any]:
-    """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
-    version = inputs.engine_version
-    architecture, served, entry = model_architecture(inputs)
-    requested = dict(inputs.settings)
-    weights = model_weights(inputs, served, entry)
-    by_index = {int(g["index"]): g for g in gear.gpus}
-    allowed = inputs.gpus or list(by_index)
-    engine_gpus = [by_index[i] for i in allowed if i in by_index]
-    ctx = settings_context(inputs, architecture, served, engine_gpus)
-    context = {
-        "vllm_version": version,
-        "repo": inputs.model["repo"],
-        "revision": inputs.model["revision"],
-        **{name: requested.get(name) for name in OVERHEAD_SETTINGS},
-    }
+    cluster: Optional[ClusterContext],
+) -> _Chosen:
+    """The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
+    budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins."""
+    requested = inputs.settings
     evaluations: Dict[Tuple[int, int], Optional[Evaluation]] = {}
 
     def custom_ar(tp: int) -> Optional[bool]:
@@ -98,22 +103,23 @@ def vllm_plan(
             return False
         return None
 
+    def budgeted(tp: int, pp: int) -> Evaluation:
+        return evaluate(
+            ctx, inputs, model.served, model.weights, measured, model.context, tp, pp, custom_all_reduce=custom_ar(tp)
+        )
+
     def evaluation(tp: int, pp: int) -> Optional[Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
         if (tp, pp) not in evaluations:
             try:
-                evaluations[(tp, pp)] = evaluate(
-                    ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp)
-                )
+                evaluations[(tp, pp)] = budgeted(tp, pp)
             except ValueError:
                 evaluations[(tp, pp)] = None
         return evaluations[(tp, pp)]
 
-    # The planner loop: the layout code ranks every valid layout; each is resolved, budgeted and kept
-    # when its KV cache holds a request; the first that fits wins.
     search = layout_search(
         gear.gpus,
-        architecture,
+        model.architecture,
         topology=gear.topology,
         multi_node=cluster.multi_node() if cluster is not None else None,
         requested={
@@ -124,12 +130,8 @@ def vllm_plan(
             "gpus": inputs.gpus,
         },
     )
-    # The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
-    # budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins.
     workload = inputs.workload
-    traffic = traffic_for(
-        served, weights, catalogue_params(inputs, entry), weight_scheme(inputs, architecture), is_gguf(inputs)
-    )
+    traffic = model_traffic(inputs, model)
     ranked = rank_options(
         layout_options(search, search.candidates, evaluation, traffic, workload),
         workload.objective,
@@ -145,48 +147,93 @@ def vllm_plan(
         )
     automatic = result["candidate"]
     if search.sizes_given:
-        # Pinned sizes are constraints: the unset ones come from the fastest option that keeps them.
-        pinned = {
-            name: int(requested[name])
-            for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-            if requested.get(name) not in (None, "")
-        }
-        kept = [o for o in ranked if all(o.sizes()[name] == value for name, value in pinned.items())]
-        fill = kept[0] if kept else None
-        result = explicit_result(
-            search,
-            result["candidate"],
-            fill.candidate if fill is not None else None,
-            fill.dp if fill is not None else 1,
-        )
-        found = evaluation(result["candidate"].tp, result["candidate"].pp)
-        result["fits"] = bool(result["fits"] and found is not None and found.fits)
-        if fill is not None and fill.candidate is result["candidate"]:
-            best = fill
+        result, best = _pinned_result(search, result, ranked, best, requested, evaluation)
     layout = finish_layout(search, result)
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
-    used = [by_index[i] for i in layout["gpus"] if i in by_index]
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
         try:
-            chosen = evaluate(ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp))
+            chosen = budgeted(tp, pp)
         except ValueError as exc:
-            pipeline = "pipeline" in str(exc)
-            variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
-            passing = automatic.pp if pipeline else automatic.tp
-            raise PlanInputError(
-                [
-                    f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
-                    f"(a value that passes: {variable}: {passing})"
-                ]
-            ) from exc
-    resolved_settings, figures = chosen.settings, chosen.budget
-    speed = predictor_for(search, traffic, result["candidate"], figures, resolved_settings.values)
-    performance = performance_section(
-        figures_for(speed, workload, int(layout["data_parallel_size"]), figures, resolved_settings.values),
-        alternatives(ranked, best, workload.objective, len(search.available)) if best is not None else [],
+            raise _cannot_split(inputs, exc, tp, pp, automatic) from exc
+    return _Chosen(search, layout, result["candidate"], chosen, ranked, best, traffic)
+
+
+def _pinned_result(
+    search: LayoutSearch,
+    result: Dict[str, Any],
+    ranked: Sequence[Option],
+    best: Optional[Option],
+    requested: Mapping[str, Any],
+    evaluation: Callable[[int, int], Optional[Evaluation]],
+) -> Tuple[Dict[str, Any], Optional[Option]]:
+    """Pinned sizes are constraints: the unset ones come from the fastest option that keeps them."""
+    pinned = {
+        name: int(requested[name])
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        if requested.get(name) not in (None, "")
+    }
+    kept = [o for o in ranked if all(o.sizes()[name] == value for name, value in pinned.items())]
+    fill = kept[0] if kept else None
+    result = explicit_result(
+        search,
+        result["candidate"],
+        fill.candidate if fill is not None else None,
+        fill.dp if fill is not None else 1,
+    )
+    found = evaluation(result["candidate"].tp, result["candidate"].pp)
+    result["fits"] = bool(result["fits"] and found is not None and found.fits)
+    if fill is not None and fill.candidate is result["candidate"]:
+        best = fill
+    return result, best
+
+
+def _cannot_split(inputs: HostInputs, exc: ValueError, tp: int, pp: int, automatic: Candidate) -> PlanInputError:
+    """The error of a pinned layout the model cannot be split into, with the automatic layout's size."""
+    pipeline = "pipeline" in str(exc)
+    variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
+    passing = automatic.pp if pipeline else automatic.tp
+    return PlanInputError(
+        [
+            f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
+            f"(a value that passes: {variable}: {passing})"
+        ]
+    )
+
+
+def _performance(chosen: _Chosen, workload: Workload, used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The plan's performance section: the chosen layout's predicted speed and the alternatives."""
+    values, figures = chosen.evaluation.settings.values, chosen.evaluation.budget
+    speed = predictor_for(chosen.search, chosen.traffic, chosen.candidate, figures, values)
+    return performance_section(
+        figures_for(speed, workload, int(chosen.layout["data_parallel_size"]), figures, values),
+        alternatives(chosen.ranked, chosen.best, workload.objective, len(chosen.search.available))
+        if chosen.best is not None
+        else [],
         [str(g.get("name") or "") for g in used],
     )
+
+
+def vllm_plan(
+    inputs: HostInputs,
+    gear: Hardware,
+    measured: Optional[Mapping[str, Any]],
+    cluster: Optional[ClusterContext] = None,
+) -> Dict[str, Any]:
+    """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
+    version = inputs.engine_version
+    model = vllm_model(inputs)
+    architecture = model.architecture
+    requested = dict(inputs.settings)
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    allowed = inputs.gpus or list(by_index)
+    ctx = settings_context(inputs, architecture, model.served, [by_index[i] for i in allowed if i in by_index])
+    chosen = _choose_layout(inputs, gear, model, ctx, measured, cluster)
+    layout, workload = chosen.layout, inputs.workload
+    tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
+    used = [by_index[i] for i in layout["gpus"] if i in by_index]
+    resolved_settings, figures = chosen.evaluation.settings, chosen.evaluation.budget
+    performance = _performance(chosen, workload, used)
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
     environment = service_environment(
@@ -216,12 +263,11 @@ def vllm_plan(
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
         if check_id not in reported:
             findings.append(finding(check_id, fact["severity"], fact["message"]))
-    _overhead, note = measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    _overhead, note = measured_overhead(
+        measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    )
     if note:
         findings.append(note)
-    quantization = inputs.model.get("quantization") or (
-        architecture.quantization.scheme if architecture.quantization is not None else None
-    )
     standby = None
     if inputs.standby_ollama is not None:
         standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))
@@ -229,19 +275,13 @@ def vllm_plan(
     plan = {
         "engine": "vllm",
         "engine_version": version,
-        "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "model": vllm_model_section(inputs, model),
         "layout": layout_section(layout),
         "memory": _vllm_memory(figures, used),
         "performance": performance,
         "settings": settings,
         "checks": findings,
-        "command": vllm_command(
-            inputs.model["repo"],
-            inputs.model["revision"],
-            settings,
-            [flag for flag in layout.get("flags") or [] if flag not in _SETTING_FLAGS] + inputs.extra_args,
-            auto_max_model_len=requested.get("max_model_len") == "auto",
-        ),
+        "command": serve_command(inputs, settings, layout),
         "environment": environment,
     }
     if standby is not None:
@@ -300,9 +340,6 @@ def _choice_notes(settings: Mapping[str, Any], architecture: ModelArchitecture) 
             )
         )
     return notes
-
-
-_SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
 
 
 def _vllm_memory(figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
