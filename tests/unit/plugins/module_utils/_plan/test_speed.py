@@ -201,27 +201,33 @@ def test_gemv_constants_reproduce_the_measured_shape_dependence(gpu, k, n, measu
     assert size / seconds / peak == pytest.approx(measured, abs=0.03)
 
 
-def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+def _llama_70b(kernel_format: str):
+    """(architecture, traffic) of Llama 3.3 70B from the catalogue, its weights in ``kernel_format``."""
     from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
     from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
-        KvTraffic,
-        Predictor,
-        model_traffic,
-        stages_of,
-    )
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import model_traffic
 
     entry = find_model("meta-llama/Llama-3.3-70B-Instruct")
     arch = entry.architecture()
     weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
+    return arch, model_traffic(arch, weights.components, dict(entry.params), kernel_format, "bf16")
+
+
+def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured():
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+        KvTraffic,
+        Predictor,
+        stages_of,
+    )
+
     facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for i in range(8)]
     topo = Topology(
         gpus_from_facts(facts), {"matrix": [["X" if a == b else "NV18" for b in range(8)] for a in range(8)]}
     )
     fixed = {}
     for fmt in ("bf16", "int4"):
-        traffic = model_traffic(arch, weights.components, dict(entry.params), fmt, "bf16")
+        arch, traffic = _llama_70b(fmt)
         assert traffic.layer_kernels == (4,) * arch.num_layers  # QKV, O, gate/up, down
         for tp in (1, 8):
             stages = stages_of(topo, [list(range(tp))], traffic.num_layers, True)
@@ -242,18 +248,9 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
     ],
 )
 def test_the_step_cost_comes_from_the_release_record(version, modelled):
-    from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import find_model
-    from ansible_collections.inferops.llm.plugins.module_utils._model.weights import estimate_weights
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
-        KvTraffic,
-        Predictor,
-        model_traffic,
-    )
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import KvTraffic, Predictor
 
-    entry = find_model("meta-llama/Llama-3.3-70B-Instruct")
-    arch = entry.architecture()
-    weights = estimate_weights(arch, params=dict(entry.params), include_vision=False)
-    traffic = model_traffic(arch, weights.components, dict(entry.params), "bf16", "bf16")
+    _arch, traffic = _llama_70b("bf16")
     vllm = Predictor(traffic, [], 1, KvTraffic(0.0, 0.0), "vllm", version=version)
     llama = Predictor(traffic, [], 1, KvTraffic(0.0, 0.0), "llama.cpp", version=version)
     assert (vllm.not_modelled is None) == modelled
