@@ -716,6 +716,42 @@ def _unsafe_inputs(variables: Mapping[str, Any], names: Iterable[str]) -> List[s
     return errors
 
 
+def _validate_settings(engine: str, version: str, variables: Mapping[str, Any], errors: List[str]) -> Dict[str, Any]:
+    """The engine's settings the host sets (``<engine>_<name>``), coerced; those its release lacks refused."""
+    settings: Dict[str, Any] = {}
+    for setting in ENGINE_SETTINGS[engine]:
+        var = f"{engine}_{setting.name}"
+        value = variables.get(var)
+        if _is_unset(value):
+            continue
+        coerced = _coerce(setting, var, value, errors)
+        if coerced is None:
+            continue
+        if _is_release(engine, version) and not setting_available(setting, version):
+            errors.append(
+                f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
+                "accept it: remove it"
+            )
+            continue
+        settings[setting.name] = coerced
+    return settings
+
+
+def _validate_ollama_listen(variables: Mapping[str, Any], errors: List[str]) -> Optional[str]:
+    """host:port Ollama listens on when ollama_host or ollama_port is set (None: Ollama's own default)."""
+    address, port = variables.get("ollama_host"), variables.get("ollama_port")
+    address_error = "" if _is_unset(address) else listen_address_error(address, "ollama_host")
+    if address_error:
+        errors.append(address_error)
+    number = None if _is_unset(port) else as_number(port, "int")
+    if not _is_unset(port) and (number is None or not 0 < number < 65536):
+        errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
+    elif not (_is_unset(address) and _is_unset(port)):
+        # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
+        return f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
+    return None
+
+
 def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str]] = None) -> HostInputs:
     """Check a host's variables; raise PlanInputError listing every problem (each names its variable).
 
@@ -739,23 +775,7 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     version = _validate_version(engine, f"{engine}_version", variables.get(f"{engine}_version"), errors)
     model = _validate_model(variables.get("inferops_model"), errors)
 
-    settings: Dict[str, Any] = {}
-    for setting in ENGINE_SETTINGS[engine]:
-        var = f"{engine}_{setting.name}"
-        value = variables.get(var)
-        if _is_unset(value):
-            continue
-        coerced = _coerce(setting, var, value, errors)
-        if coerced is None:
-            continue
-        if _is_release(engine, version) and not setting_available(setting, version):
-            errors.append(
-                f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
-                "accept it: remove it"
-            )
-            continue
-        settings[setting.name] = coerced
-
+    settings = _validate_settings(engine, version, variables, errors)
     gpu_list = _validate_gpus(f"{engine}_gpus", variables.get(f"{engine}_gpus"), errors)
     extra_args = (
         _validate_extra_args("vllm_extra_args", variables.get("vllm_extra_args"), managed_flags(), errors)
@@ -765,16 +785,7 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     environment = _validate_environment(ENVIRONMENT_VAR[engine], variables.get(ENVIRONMENT_VAR[engine]), errors)
     listen = None
     if engine == "ollama":
-        address, port = variables.get("ollama_host"), variables.get("ollama_port")
-        address_error = "" if _is_unset(address) else listen_address_error(address, "ollama_host")
-        if address_error:
-            errors.append(address_error)
-        number = None if _is_unset(port) else as_number(port, "int")
-        if not _is_unset(port) and (number is None or not 0 < number < 65536):
-            errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
-        elif not (_is_unset(address) and _is_unset(port)):
-            # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
-            listen = f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
+        listen = _validate_ollama_listen(variables, errors)
         if not _is_unset(variables.get(STANDBY_VAR)):
             errors.append(
                 f"{STANDBY_VAR} describes an Ollama kept beside vLLM; on an Ollama host use inferops_model and the "
