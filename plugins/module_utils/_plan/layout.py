@@ -648,32 +648,10 @@ def constrained_candidates(search: LayoutSearch) -> List[Candidate]:
     ]
 
 
-def explicit_result(
-    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
-) -> Dict[str, Any]:
-    """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
-    candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
-
-    ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
-    """
-    dims, topo, available, requested, nnodes = (
-        search.dims,
-        search.topo,
-        search.available,
-        search.requested,
-        search.nnodes,
-    )
-    # Sizes the inventory left unset come from the best candidate that keeps the pinned ones.
-    fill = fill or auto_cand
-    tp = int(requested.get("tensor_parallel_size") or fill.tp)
-    pp = int(requested.get("pipeline_parallel_size") or fill.pp)
-    dp = int(requested.get("data_parallel_size") or fill_dp)
-    ep_requested = requested.get("enable_expert_parallel")
-    ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
-    source = {
-        name: "inventory" if requested.get(name) not in (None, "") else "chosen"
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-    }
+def _size_problems(
+    dims: ParallelDims, tp: int, pp: int, ep: bool, nnodes: int, auto_cand: Candidate
+) -> List[Dict[str, Any]]:
+    """What vLLM refuses in the inventory's TP and PP sizes, each with the automatic choice's size to use."""
     problems: List[Dict[str, Any]] = []
     for message in tensor_parallel_problems(dims, tp, expert_parallel=ep):
         suggested: Any = auto_cand.tp
@@ -691,7 +669,6 @@ def explicit_result(
                 "suggested": auto_cand.pp,
             }
         )
-    pp_local = max(1, pp // nnodes)
     if nnodes > 1 and pp % nnodes:
         problems.append(
             {
@@ -700,8 +677,20 @@ def explicit_result(
                 "suggested": auto_cand.pp,
             }
         )
-    needed = tp * pp_local * (dp if nnodes == 1 else 1)
-    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    return problems
+
+
+def _inventory_groups(
+    topo: Topology,
+    available: Sequence[int],
+    chosen_gpus: Sequence[int],
+    sizes: Tuple[int, int, int, int],
+    auto_cand: Candidate,
+    problems: List[Dict[str, Any]],
+) -> Tuple[List[List[int]], List[List[int]]]:
+    """(TP groups, replica groups) of the inventory's sizes (TP, PP on this node, DP, the GPUs they need): on
+    the GPUs vllm_gpus names, else placed on the host's; what does not fit is added to ``problems``."""
+    tp, pp_local, dp, needed = sizes
     if chosen_gpus:
         unknown = sorted(set(chosen_gpus) - set(available))
         if unknown or len(chosen_gpus) != needed:
@@ -762,6 +751,42 @@ def explicit_result(
                 }
             )
             groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]
+    return groups, replica_groups
+
+
+def explicit_result(
+    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
+) -> Dict[str, Any]:
+    """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
+    candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
+
+    ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
+    """
+    dims, topo, available, requested, nnodes = (
+        search.dims,
+        search.topo,
+        search.available,
+        search.requested,
+        search.nnodes,
+    )
+    # Sizes the inventory left unset come from the best candidate that keeps the pinned ones.
+    fill = fill or auto_cand
+    tp = int(requested.get("tensor_parallel_size") or fill.tp)
+    pp = int(requested.get("pipeline_parallel_size") or fill.pp)
+    dp = int(requested.get("data_parallel_size") or fill_dp)
+    ep_requested = requested.get("enable_expert_parallel")
+    ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
+    source = {
+        name: "inventory" if requested.get(name) not in (None, "") else "chosen"
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    }
+    problems = _size_problems(dims, tp, pp, ep, nnodes, auto_cand)
+    pp_local = max(1, pp // nnodes)
+    needed = tp * pp_local * (dp if nnodes == 1 else 1)
+    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    groups, replica_groups = _inventory_groups(
+        topo, available, chosen_gpus, (tp, pp_local, dp, needed), auto_cand, problems
+    )
     cand = Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep)
     fits = needed <= len(available)
     reason = f"inventory layout TP={tp} PP={pp} DP={dp}"
