@@ -86,6 +86,7 @@ def test_every_modelled_vllm_record_has_every_field_and_each_field_its_source():
     for version, record in vllm.RELEASES.items():
         assert set(record) <= documented, (version, set(record) - documented)
         assert "wheel_cuda" in record, version
+        assert "step_overhead_ms" in record, version  # the speed model reads it for every release (step_costs)
         if record["modelled"]:
             assert VLLM_FIELDS | {"registries_read"} <= set(record), (version, VLLM_FIELDS - set(record))
             assert vllm.vllm_version(version).record == version
