@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, Optional
 
@@ -32,3 +33,26 @@ def as_bool(value: Any) -> Optional[bool]:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
+
+
+def as_number(value: Any, kind: str) -> Optional[float]:
+    """An inventory number: ``kind`` "int" takes ints, integral floats and digit strings; any other kind
+    ints, floats and numeric strings (as a float). None for booleans and anything else."""
+    if isinstance(value, bool):
+        return None
+    if kind == "int":
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None

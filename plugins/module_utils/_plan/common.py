@@ -11,14 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_number, plain
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import add_row_hint, gpu_spec
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
-    _COMMIT_RE,
-    HostInputs,
-    PlanInputError,
-    _number,
-    _plain,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import is_commit
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs, PlanInputError
 
 # ------------------------------------------------------------------------------------ rendering
 
@@ -35,7 +31,7 @@ def revision_check(model: Mapping[str, Any], commit: Optional[str] = None) -> Op
     """A warning when the revision is a branch or tag: the download is then not reproducible. ``commit``:
     the sha the branch resolved to (cache refs/ or the Hub), which the message then gives to pin."""
     revision = str(model.get("revision", ""))
-    if _COMMIT_RE.fullmatch(revision):
+    if is_commit(revision):
         return None
     pin = (
         f"Pin the commit it resolves to now, which this plan used: inferops_model.revision: {commit}"
@@ -74,11 +70,11 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                 "or let the plan role gather them with inferops.llm.gpu_facts on a host with NVIDIA GPUs"
             ]
         )
-    gpu_list = [_plain(gpu) for gpu in gpus]
+    gpu_list = [plain(gpu) for gpu in gpus]
     driver = hardware.get("driver")
     driver_loaded = not isinstance(driver, Mapping) or driver.get("driver_loaded") is not False
     for position, gpu in enumerate(gpu_list):
-        if not isinstance(gpu, dict) or _number(gpu.get("memory_mib"), "int") is None:
+        if not isinstance(gpu, dict) or as_number(gpu.get("memory_mib"), "int") is None:
             if not driver_loaded:
                 raise PlanInputError(
                     [
@@ -87,7 +83,7 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                     ]
                 )
             raise PlanInputError([f"inferops_gpus[{position}] needs index, name and memory_mib (as gpu_facts returns)"])
-        memory = _number(gpu.get("memory_mib"), "int")
+        memory = as_number(gpu.get("memory_mib"), "int")
         if memory is None or not 1 <= memory <= 4 * 1024 * 1024:
             raise PlanInputError(
                 [
@@ -95,15 +91,15 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
                     "(1 to 4 TiB), such as 24576 for a 24 GB card"
                 ]
             )
-        index = _number(gpu.get("index", position), "int")
+        index = as_number(gpu.get("index", position), "int")
         if index is None or not 0 <= index < 1024:
             raise PlanInputError([f"inferops_gpus[{position}].index must be the nvidia-smi index such as {position}"])
         gpu.setdefault("index", position)
-    indices = [int(_number(gpu["index"], "int")) for gpu in gpu_list]
+    indices = [int(as_number(gpu["index"], "int")) for gpu in gpu_list]
     if len(set(indices)) != len(indices):
         raise PlanInputError([f"inferops_gpus lists the same index twice ({indices}): give each GPU its own index"])
     topology = hardware.get("topology")
-    topology = _plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
+    topology = plain(topology) if isinstance(topology, Mapping) and topology.get("matrix") else None
     notes: List[Dict[str, str]] = []
     if topology is None and len(gpu_list) > 1:
         topology = assumed_topology(len(gpu_list))
@@ -135,7 +131,7 @@ def normalize_hardware(hardware: Mapping[str, Any]) -> Hardware:
             ]
         )
     return Hardware(
-        gpus=gpu_list, topology=topology, driver=_plain(driver) if isinstance(driver, Mapping) else {}, notes=notes
+        gpus=gpu_list, topology=topology, driver=plain(driver) if isinstance(driver, Mapping) else {}, notes=notes
     )
 
 

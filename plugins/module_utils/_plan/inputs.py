@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_number
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
 from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
     SECRET_NAME_RE,
@@ -36,7 +37,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli imp
     parse_extra_args,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
-from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import is_repo_id
+from ansible_collections.inferops.llm.plugins.module_utils._model.hf_cache import is_commit, is_repo_id
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import CLUSTER_VARS
 from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
     DEFAULT_CONTEXT_TOKENS,
@@ -49,7 +50,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
 ENGINES = ("vllm", "ollama")
 SEVERITIES = ("error", "warning", "info")
 
-_COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A host name or IPv4 address to listen on (no port: that is the engine's own *_port variable).
 _HOST_NAME_RE = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
@@ -275,27 +275,6 @@ def _bool(value: Any) -> Optional[bool]:
     return None
 
 
-def _number(value: Any, kind: str) -> Optional[float]:
-    if isinstance(value, bool):
-        return None
-    if kind == "int":
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
 def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
     kind = setting.kind
     if kind == "bool":
@@ -308,7 +287,7 @@ def _coerce(setting: Setting, var: str, value: Any, errors: List[str]) -> Any:
             return "auto"
         kind = "int"
     if kind in ("int", "float"):
-        number = _number(value, kind)
+        number = as_number(value, kind)
         if number is None:
             errors.append(f"{var} must be {'an integer' if kind == 'int' else 'a number'}, got {shown(value)}")
             return None
@@ -370,7 +349,7 @@ _REF_CHARS_RE = re.compile(r"[A-Za-z0-9._/+-]+")
 
 def revision_error(revision: str) -> str:
     """Why a revision is neither a 40-hex commit nor a valid git ref name ("" when it is one of them)."""
-    if _COMMIT_RE.fullmatch(revision):
+    if is_commit(revision):
         return ""
     if looks_like_secret(revision):
         return "looks like a secret (value not shown)"
@@ -463,7 +442,7 @@ def _validate_model(value: Any, errors: List[str], var: str = "inferops_model") 
     if "config" in model and not isinstance(model["config"], dict):
         errors.append(f"{var}.config must be the config.json content as a mapping")
     if "weights_bytes" in model:
-        weights = _number(model["weights_bytes"], "int")
+        weights = as_number(model["weights_bytes"], "int")
         if weights is None or weights <= 0:
             errors.append(f"{var}.weights_bytes must be a positive integer, got {shown(model['weights_bytes'])}")
         elif weights > _BYTES_LIMIT:
@@ -569,7 +548,7 @@ def _validate_gpus(var: str, value: Any, errors: List[str]) -> Optional[List[int
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
         errors.append(f"{var} must be a non-empty list of GPU indices, e.g. [0, 1]")
         return None
-    numbers = [_number(g, "int") for g in value]
+    numbers = [as_number(g, "int") for g in value]
     if any(n is None or not 0 <= n < 1024 for n in numbers):
         errors.append(
             f"{var} must list GPU indices (integers from 0, as nvidia-smi numbers them) such as [0, 1], "
@@ -634,7 +613,7 @@ def _validate_device(variables: Mapping[str, Any], engine: str, errors: List[str
         return "cuda", None
     if _is_unset(space):
         return device, None
-    number = _number(space, "int")
+    number = as_number(space, "int")
     if device != "cpu":
         errors.append(
             "vllm_cpu_kvcache_space sizes the KV cache of vLLM's CPU build: set it only with vllm_device: cpu"
@@ -670,7 +649,7 @@ def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workl
         ("inferops_prompt_tokens", DEFAULT_PROMPT_TOKENS),
     ):
         value = variables.get(var)
-        number = default if _is_unset(value) else _number(value, "int")
+        number = default if _is_unset(value) else as_number(value, "int")
         if number is None or not 1 <= number <= 16_777_216:
             errors.append(
                 f"{var} must be a whole number of tokens from 1 to 16777216, such as {default}, got {value!r}"
@@ -678,7 +657,7 @@ def _validate_workload(variables: Mapping[str, Any], errors: List[str]) -> Workl
             number = default
         sizes[var] = int(number)
     bandwidth = variables.get("inferops_host_memory_bandwidth_gbps")
-    host = None if _is_unset(bandwidth) else _number(bandwidth, "float")
+    host = None if _is_unset(bandwidth) else as_number(bandwidth, "float")
     if not _is_unset(bandwidth) and (host is None or not 1 <= host <= 10_000):
         errors.append(
             "inferops_host_memory_bandwidth_gbps must be the host's memory bandwidth in GB/s, such as 76.8 "
@@ -740,6 +719,42 @@ def _unsafe_inputs(variables: Mapping[str, Any], names: Iterable[str]) -> List[s
     return errors
 
 
+def _validate_settings(engine: str, version: str, variables: Mapping[str, Any], errors: List[str]) -> Dict[str, Any]:
+    """The engine's settings the host sets (``<engine>_<name>``), coerced; those its release lacks refused."""
+    settings: Dict[str, Any] = {}
+    for setting in ENGINE_SETTINGS[engine]:
+        var = f"{engine}_{setting.name}"
+        value = variables.get(var)
+        if _is_unset(value):
+            continue
+        coerced = _coerce(setting, var, value, errors)
+        if coerced is None:
+            continue
+        if _is_release(engine, version) and not setting_available(setting, version):
+            errors.append(
+                f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
+                "accept it: remove it"
+            )
+            continue
+        settings[setting.name] = coerced
+    return settings
+
+
+def _validate_ollama_listen(variables: Mapping[str, Any], errors: List[str]) -> Optional[str]:
+    """host:port Ollama listens on when ollama_host or ollama_port is set (None: Ollama's own default)."""
+    address, port = variables.get("ollama_host"), variables.get("ollama_port")
+    address_error = "" if _is_unset(address) else listen_address_error(address, "ollama_host")
+    if address_error:
+        errors.append(address_error)
+    number = None if _is_unset(port) else as_number(port, "int")
+    if not _is_unset(port) and (number is None or not 0 < number < 65536):
+        errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
+    elif not (_is_unset(address) and _is_unset(port)):
+        # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
+        return f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
+    return None
+
+
 def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str]] = None) -> HostInputs:
     """Check a host's variables; raise PlanInputError listing every problem (each names its variable).
 
@@ -763,23 +778,7 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     version = _validate_version(engine, f"{engine}_version", variables.get(f"{engine}_version"), errors)
     model = _validate_model(variables.get("inferops_model"), errors)
 
-    settings: Dict[str, Any] = {}
-    for setting in ENGINE_SETTINGS[engine]:
-        var = f"{engine}_{setting.name}"
-        value = variables.get(var)
-        if _is_unset(value):
-            continue
-        coerced = _coerce(setting, var, value, errors)
-        if coerced is None:
-            continue
-        if _is_release(engine, version) and not setting_available(setting, version):
-            errors.append(
-                f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
-                "accept it: remove it"
-            )
-            continue
-        settings[setting.name] = coerced
-
+    settings = _validate_settings(engine, version, variables, errors)
     gpu_list = _validate_gpus(f"{engine}_gpus", variables.get(f"{engine}_gpus"), errors)
     extra_args = (
         _validate_extra_args("vllm_extra_args", variables.get("vllm_extra_args"), managed_flags(), errors)
@@ -789,16 +788,7 @@ def validate_inputs(variables: Mapping[str, Any], defined: Optional[Iterable[str
     environment = _validate_environment(ENVIRONMENT_VAR[engine], variables.get(ENVIRONMENT_VAR[engine]), errors)
     listen = None
     if engine == "ollama":
-        address, port = variables.get("ollama_host"), variables.get("ollama_port")
-        address_error = "" if _is_unset(address) else listen_address_error(address, "ollama_host")
-        if address_error:
-            errors.append(address_error)
-        number = None if _is_unset(port) else _number(port, "int")
-        if not _is_unset(port) and (number is None or not 0 < number < 65536):
-            errors.append(f"ollama_port must be a TCP port such as 11434, got {shown(port)}")
-        elif not (_is_unset(address) and _is_unset(port)):
-            # Ollama's own defaults fill what the inventory leaves out (envconfig/config.go).
-            listen = f"{'127.0.0.1' if _is_unset(address) else address}:{11434 if number is None else int(number)}"
+        listen = _validate_ollama_listen(variables, errors)
         if not _is_unset(variables.get(STANDBY_VAR)):
             errors.append(
                 f"{STANDBY_VAR} describes an Ollama kept beside vLLM; on an Ollama host use inferops_model and the "

@@ -10,9 +10,10 @@ ranks the options by predicted speed (``_plan/speed.py``), then builds the resul
 ``explicit_result`` / ``finish_layout``. ``rank_smallest_first`` orders the candidates and is the choice
 of the ``parallel_layout`` filter, which is given a memory need but has no speed model.
 
-Why one file of about 800 lines: the model's divisibility rules, the topology's link classes and the
-placement of TP groups are used together by every candidate; the parallel_layout filter and the planner
-share all of it.
+Why one file of about 780 lines: the topology's link classes and the placement of TP groups are used
+together by every candidate; the parallel_layout filter and the planner share all of it. vLLM's divisibility
+rules (``ParallelDims`` and the ``*_problems`` functions) live in ``_engines/vllm/parallelism.py``, which the
+startup check shares; they are imported here, so ``from _plan.layout import ParallelDims`` still works.
 
 Rules and their sources are listed in docs/checks.md#tensor-parallel-divisibility and in the
 research notes (topology/notes.md section 2): vLLM's head/KV-head divisibility, the FP8 block rule
@@ -28,6 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import MIB
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.parallelism import (
+    LayoutError,
+    ParallelDims,
+    fp8_block_split_fails,
+    pipeline_parallel_problems,
+    tensor_parallel_problems,
+)
 
 # GPU-to-GPU link classes of `nvidia-smi topo -m`, best first. Legacy drivers print SOC for SYS.
 LINK_RANK = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
@@ -41,103 +49,12 @@ _PCIE_LANE_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
 # model) a GPU is a narrow/chipset link, and PCIe TP groups with it rank last (club-3090 PCIE_P2P.md 3a);
 # the speed model prices the narrow link by its NCCL bandwidth.
 MIN_TP_PCIE_GBPS = 12.0
-# Block-quantized FP8 weights must split into whole 128-wide blocks per rank (vLLM fp8_utils.py).
-FP8_BLOCK = 128
 # Custom all-reduce world sizes (vLLM custom_all_reduce.py _SUPPORTED_WORLD_SIZES).
 CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
 
 
 # GeForce model numbers (RTX 2060 ... 5090) when a declared name omits "GeForce".
 _CONSUMER_MODEL = re.compile(r"\bRTX [2-5]0[5-9]0\b")
-
-
-class LayoutError(ValueError):
-    """Input that cannot describe a layout (names the variable to fix)."""
-
-
-@dataclass(frozen=True)
-class ParallelDims:
-    """The model dimensions that constrain tensor/pipeline/expert parallelism."""
-
-    num_attention_heads: int
-    num_key_value_heads: int
-    num_hidden_layers: int
-    linear_num_key_heads: int = 0
-    linear_num_value_heads: int = 0
-    moe_intermediate_size: int = 0
-    num_experts: int = 0
-    fp8_block_n: int = 0  # 0 unless the checkpoint is block-quantized FP8 (weight_block_size)
-    supports_pp: bool = True
-
-    @classmethod
-    def from_model(cls, model: Any) -> ParallelDims:
-        """From a ModelArchitecture (model_arch.py), its ``to_dict()``, or a mapping of these field names."""
-        data = model.to_dict() if hasattr(model, "to_dict") else dict(model)
-
-        def number(*names: str) -> int:
-            for name in names:
-                if data.get(name) is not None:
-                    return int(data[name])
-            return 0
-
-        heads = number("num_attention_heads")
-        if heads <= 0:
-            raise LayoutError("the model architecture has no num_attention_heads; set inferops_model.config")
-        quant = data.get("quantization") or {}
-        block = quant.get("weight_block_size") if isinstance(quant, Mapping) else None
-        fp8_block_n = number("fp8_block_n")
-        if not fp8_block_n and block and str(quant.get("scheme", "")).startswith("fp8"):
-            fp8_block_n = int(block[0])
-        return cls(
-            num_attention_heads=heads,
-            num_key_value_heads=number("num_kv_heads", "num_key_value_heads") or heads,
-            num_hidden_layers=number("num_layers", "num_hidden_layers") or 1,
-            linear_num_key_heads=number("linear_num_key_heads"),
-            linear_num_value_heads=number("linear_num_value_heads"),
-            moe_intermediate_size=number("moe_intermediate_size"),
-            num_experts=number("num_experts"),
-            fp8_block_n=fp8_block_n,
-            supports_pp=bool(data.get("supports_pp", True)),
-        )
-
-
-def tensor_parallel_problems(dims: ParallelDims, tp: int, expert_parallel: bool = False) -> List[str]:
-    """Why vLLM would refuse this tensor-parallel size for the model (empty list: it accepts it)."""
-    problems = []
-    if tp < 1:
-        return [f"tensor parallel size must be >= 1, got {tp}"]
-    if dims.num_attention_heads % tp:
-        problems.append(f"{dims.num_attention_heads} attention heads are not divisible by {tp}")
-    kv = dims.num_key_value_heads
-    if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
-        problems.append(f"{tp} neither divides the {kv} KV heads nor is a multiple of them")
-    for name, heads in (("key", dims.linear_num_key_heads), ("value", dims.linear_num_value_heads)):
-        if heads and heads % tp:
-            problems.append(f"{heads} Gated-DeltaNet {name} heads are not divisible by {tp}")
-    if fp8_block_split_fails(dims, tp) and not expert_parallel:
-        problems.append(
-            f"block-FP8 expert width {dims.moe_intermediate_size}/{tp} = "
-            f"{dims.moe_intermediate_size / tp:g} is not a multiple of {dims.fp8_block_n}"
-        )
-    return problems
-
-
-def fp8_block_split_fails(dims: ParallelDims, tp: int) -> bool:
-    """Block-FP8 MoE experts whose per-rank width is not whole blocks (needs expert parallel)."""
-    if not (dims.fp8_block_n and dims.num_experts and dims.moe_intermediate_size):
-        return False
-    return dims.moe_intermediate_size % tp != 0 or (dims.moe_intermediate_size // tp) % dims.fp8_block_n != 0
-
-
-def pipeline_parallel_problems(dims: ParallelDims, pp: int) -> List[str]:
-    """Why vLLM would refuse this pipeline-parallel size for the model."""
-    if pp < 1:
-        return [f"pipeline parallel size must be >= 1, got {pp}"]
-    if pp > 1 and not dims.supports_pp:
-        return ["the model class does not implement SupportsPP"]
-    if pp > dims.num_hidden_layers:
-        return [f"{pp} pipeline stages exceed the {dims.num_hidden_layers} layers"]
-    return []
 
 
 # ---------------------------------------------------------------------------------------------- topology
@@ -731,32 +648,10 @@ def constrained_candidates(search: LayoutSearch) -> List[Candidate]:
     ]
 
 
-def explicit_result(
-    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
-) -> Dict[str, Any]:
-    """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
-    candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
-
-    ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
-    """
-    dims, topo, available, requested, nnodes = (
-        search.dims,
-        search.topo,
-        search.available,
-        search.requested,
-        search.nnodes,
-    )
-    # Sizes the inventory left unset come from the best candidate that keeps the pinned ones.
-    fill = fill or auto_cand
-    tp = int(requested.get("tensor_parallel_size") or fill.tp)
-    pp = int(requested.get("pipeline_parallel_size") or fill.pp)
-    dp = int(requested.get("data_parallel_size") or fill_dp)
-    ep_requested = requested.get("enable_expert_parallel")
-    ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
-    source = {
-        name: "inventory" if requested.get(name) not in (None, "") else "chosen"
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-    }
+def _size_problems(
+    dims: ParallelDims, tp: int, pp: int, ep: bool, nnodes: int, auto_cand: Candidate
+) -> List[Dict[str, Any]]:
+    """What vLLM refuses in the inventory's TP and PP sizes, each with the automatic choice's size to use."""
     problems: List[Dict[str, Any]] = []
     for message in tensor_parallel_problems(dims, tp, expert_parallel=ep):
         suggested: Any = auto_cand.tp
@@ -774,7 +669,6 @@ def explicit_result(
                 "suggested": auto_cand.pp,
             }
         )
-    pp_local = max(1, pp // nnodes)
     if nnodes > 1 and pp % nnodes:
         problems.append(
             {
@@ -783,8 +677,20 @@ def explicit_result(
                 "suggested": auto_cand.pp,
             }
         )
-    needed = tp * pp_local * (dp if nnodes == 1 else 1)
-    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    return problems
+
+
+def _inventory_groups(
+    topo: Topology,
+    available: Sequence[int],
+    chosen_gpus: Sequence[int],
+    sizes: Tuple[int, int, int, int],
+    auto_cand: Candidate,
+    problems: List[Dict[str, Any]],
+) -> Tuple[List[List[int]], List[List[int]]]:
+    """(TP groups, replica groups) of the inventory's sizes (TP, PP on this node, DP, the GPUs they need): on
+    the GPUs vllm_gpus names, else placed on the host's; what does not fit is added to ``problems``."""
+    tp, pp_local, dp, needed = sizes
     if chosen_gpus:
         unknown = sorted(set(chosen_gpus) - set(available))
         if unknown or len(chosen_gpus) != needed:
@@ -845,6 +751,42 @@ def explicit_result(
                 }
             )
             groups = [available[k : k + tp] for k in range(0, len(available), tp)][:pp_local] or [[available[0]]]
+    return groups, replica_groups
+
+
+def explicit_result(
+    search: LayoutSearch, auto_cand: Candidate, fill: Optional[Candidate] = None, fill_dp: int = 1
+) -> Dict[str, Any]:
+    """The inventory's layout with the problems it has; the sizes it leaves unset come from ``fill`` (the best
+    candidate that keeps the pinned sizes), else from ``auto_cand`` (the automatic choice).
+
+    ``fits`` says only whether the host has the GPUs; the caller adds the memory verdict of the candidate.
+    """
+    dims, topo, available, requested, nnodes = (
+        search.dims,
+        search.topo,
+        search.available,
+        search.requested,
+        search.nnodes,
+    )
+    # Sizes the inventory left unset come from the best candidate that keeps the pinned ones.
+    fill = fill or auto_cand
+    tp = int(requested.get("tensor_parallel_size") or fill.tp)
+    pp = int(requested.get("pipeline_parallel_size") or fill.pp)
+    dp = int(requested.get("data_parallel_size") or fill_dp)
+    ep_requested = requested.get("enable_expert_parallel")
+    ep = bool(ep_requested) if ep_requested not in (None, "") else fp8_block_split_fails(dims, tp)
+    source = {
+        name: "inventory" if requested.get(name) not in (None, "") else "chosen"
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    }
+    problems = _size_problems(dims, tp, pp, ep, nnodes, auto_cand)
+    pp_local = max(1, pp // nnodes)
+    needed = tp * pp_local * (dp if nnodes == 1 else 1)
+    chosen_gpus = [int(i) for i in requested.get("gpus") or []]
+    groups, replica_groups = _inventory_groups(
+        topo, available, chosen_gpus, (tp, pp_local, dp, needed), auto_cand, problems
+    )
     cand = Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep)
     fits = needed <= len(available)
     reason = f"inventory layout TP={tp} PP={pp} DP={dp}"

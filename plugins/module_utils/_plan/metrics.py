@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 GIB = 1024**3
 PREFIX = "inferops_"
@@ -92,6 +92,79 @@ def measured_applies(plan: Mapping[str, Any], measured: Optional[Mapping[str, An
     )
 
 
+FamilyMaker = Callable[..., Family]
+
+
+def _predicted_families(family: FamilyMaker, performance: Mapping[str, Any]) -> None:
+    """The performance model's predictions of the plan (predicted_*)."""
+    decode = family(
+        "predicted_decode_tokens_per_second",
+        "Decode speed the performance model predicts: per stream (streams=1) and over all streams"
+        " at the plan's concurrency.",
+    )
+    decode.add(performance.get("single_stream_decode_tokens_per_s"), streams="1")
+    if performance.get("concurrency") and performance.get("concurrency") != 1:
+        decode.add(performance.get("aggregate_decode_tokens_per_s"), streams=performance["concurrency"])
+    family(
+        "predicted_ttft_seconds",
+        "Time to first token the performance model predicts for a prompt of prompt_tokens.",
+    ).add(performance.get("ttft_s"), prompt_tokens=performance.get("prompt_tokens") or "")
+    family("predicted_prefill_tokens_per_second", "Prefill speed the performance model predicts.").add(
+        performance.get("prefill_tokens_per_s")
+    )
+
+
+def _finding_families(family: FamilyMaker, checks: Sequence[Mapping[str, Any]]) -> None:
+    """The plan's findings: a count per severity and one series per finding."""
+    findings = family("plan_findings", "Checks of the plan that found something, by severity.")
+    counts = {severity: 0 for severity in SEVERITIES}
+    for check in checks:
+        severity = str(check.get("severity") or "info")
+        counts[severity] = counts.get(severity, 0) + 1
+    for severity, count in counts.items():
+        findings.add(count, severity=severity)
+    finding_info = family("plan_finding_info", "One series per finding of the plan's checks (id and severity).")
+    for check in checks:
+        finding_info.add(1, id=check.get("id") or "", severity=check.get("severity") or "info")
+
+
+def _measured_families(family: FamilyMaker, measured: Mapping[str, Any]) -> None:
+    """What vLLM reported at its last start (measured_*), and the vllm role's benchmark where it ran."""
+    family("measured_kv_cache_tokens", "KV cache tokens vLLM reported at its last start.").add(
+        measured.get("kv_cache_tokens")
+    )
+    family("measured_max_concurrency", "Maximum concurrency vLLM reported at its last start.").add(
+        measured.get("max_concurrency")
+    )
+    family("measured_weights_bytes", "Weights memory per GPU vLLM reported at its last start.").add(
+        _gib_bytes(measured.get("weights_gib"))
+    )
+    family("measured_kv_cache_bytes", "KV cache memory per GPU vLLM reported at its last start.").add(
+        _gib_bytes(measured.get("kv_cache_gib"))
+    )
+    family("measured_load_seconds", "Seconds from the process start to 'startup complete' at the last start.").add(
+        measured.get("load_seconds")
+    )
+    family("measured_start_timestamp_seconds", "Time of the last measured vLLM start.").add(
+        _timestamp(measured.get("timestamp"))
+    )
+    benchmark = measured.get("benchmark")
+    if isinstance(benchmark, Mapping):
+        # The vllm role's benchmark tag (vLLM's serving benchmark, one request at a time): beside the
+        # predicted_ series, with the same labels.
+        family(
+            "measured_decode_tokens_per_second",
+            "Decode speed of one stream (streams=1) that vLLM's serving benchmark measured: 1 / median TPOT.",
+        ).add(benchmark.get("decode_tokens_per_s"), streams="1")
+        family(
+            "measured_ttft_seconds",
+            "Median time to first token that vLLM's serving benchmark measured for prompts of prompt_tokens.",
+        ).add(benchmark.get("ttft_s"), prompt_tokens=benchmark.get("prompt_tokens") or "")
+        family("measured_benchmark_timestamp_seconds", "Time of the last benchmark of the vllm role.").add(
+            _timestamp(benchmark.get("date"))
+        )
+
+
 def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]] = None) -> List[Family]:
     """The metric families of one host's plan and, when it applies to that plan, its measured start."""
     if not isinstance(plan, Mapping) or not plan.get("engine"):
@@ -159,31 +232,8 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
             # A CPU host (vLLM's CPU build): the host's memory, without a gpu label.
             made.add(_gib_bytes(memory.get(key)))
     if performance:
-        decode = family(
-            "predicted_decode_tokens_per_second",
-            "Decode speed the performance model predicts: per stream (streams=1) and over all streams"
-            " at the plan's concurrency.",
-        )
-        decode.add(performance.get("single_stream_decode_tokens_per_s"), streams="1")
-        if performance.get("concurrency") and performance.get("concurrency") != 1:
-            decode.add(performance.get("aggregate_decode_tokens_per_s"), streams=performance["concurrency"])
-        family(
-            "predicted_ttft_seconds",
-            "Time to first token the performance model predicts for a prompt of prompt_tokens.",
-        ).add(performance.get("ttft_s"), prompt_tokens=performance.get("prompt_tokens") or "")
-        family("predicted_prefill_tokens_per_second", "Prefill speed the performance model predicts.").add(
-            performance.get("prefill_tokens_per_s")
-        )
-    findings = family("plan_findings", "Checks of the plan that found something, by severity.")
-    counts = {severity: 0 for severity in SEVERITIES}
-    for check in plan.get("checks") or []:
-        severity = str(check.get("severity") or "info")
-        counts[severity] = counts.get(severity, 0) + 1
-    for severity, count in counts.items():
-        findings.add(count, severity=severity)
-    finding_info = family("plan_finding_info", "One series per finding of the plan's checks (id and severity).")
-    for check in plan.get("checks") or []:
-        finding_info.add(1, id=check.get("id") or "", severity=check.get("severity") or "info")
+        _predicted_families(family, performance)
+    _finding_families(family, plan.get("checks") or [])
 
     applies = measured_applies(plan, measured)
     family(
@@ -191,39 +241,7 @@ def plan_families(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]
         "1 when the last measured vLLM start was of the plan's engine version and model revision, else 0.",
     ).add(applies)
     if applies and measured is not None:
-        family("measured_kv_cache_tokens", "KV cache tokens vLLM reported at its last start.").add(
-            measured.get("kv_cache_tokens")
-        )
-        family("measured_max_concurrency", "Maximum concurrency vLLM reported at its last start.").add(
-            measured.get("max_concurrency")
-        )
-        family("measured_weights_bytes", "Weights memory per GPU vLLM reported at its last start.").add(
-            _gib_bytes(measured.get("weights_gib"))
-        )
-        family("measured_kv_cache_bytes", "KV cache memory per GPU vLLM reported at its last start.").add(
-            _gib_bytes(measured.get("kv_cache_gib"))
-        )
-        family("measured_load_seconds", "Seconds from the process start to 'startup complete' at the last start.").add(
-            measured.get("load_seconds")
-        )
-        family("measured_start_timestamp_seconds", "Time of the last measured vLLM start.").add(
-            _timestamp(measured.get("timestamp"))
-        )
-        benchmark = measured.get("benchmark")
-        if isinstance(benchmark, Mapping):
-            # The vllm role's benchmark tag (vLLM's serving benchmark, one request at a time): beside the
-            # predicted_ series, with the same labels.
-            family(
-                "measured_decode_tokens_per_second",
-                "Decode speed of one stream (streams=1) that vLLM's serving benchmark measured: 1 / median TPOT.",
-            ).add(benchmark.get("decode_tokens_per_s"), streams="1")
-            family(
-                "measured_ttft_seconds",
-                "Median time to first token that vLLM's serving benchmark measured for prompts of prompt_tokens.",
-            ).add(benchmark.get("ttft_s"), prompt_tokens=benchmark.get("prompt_tokens") or "")
-            family("measured_benchmark_timestamp_seconds", "Time of the last benchmark of the vllm role.").add(
-                _timestamp(benchmark.get("date"))
-            )
+        _measured_families(family, measured)
     return [made for made in families if made.samples]
 
 

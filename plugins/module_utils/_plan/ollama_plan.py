@@ -110,12 +110,8 @@ def ollama_model_budget(
     return architecture, budget, layout
 
 
-def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
-    requested = inputs.settings
-    architecture, budget, layout = ollama_model_budget(
-        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear, inputs.gguf_shape
-    )
-    by_index = {int(g["index"]): g for g in gear.gpus}
+def _settings_section(inputs: HostInputs, budget: Mapping[str, Any]) -> Dict[str, Any]:
+    """The plan's settings: what the budget resolved (with its source), else what the inventory gave."""
     settings: Dict[str, Any] = {}
     for setting in OLLAMA_SETTINGS:
         if setting.name in budget["settings"]:
@@ -125,8 +121,13 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
                 settings[setting.name] = resolved(budget["settings"][setting.name], source, reason)
             else:
                 settings[setting.name] = resolved(budget["settings"][setting.name], "default", source)
-        elif setting.name in requested:
-            settings[setting.name] = resolved(requested[setting.name], "inventory")
+        elif setting.name in inputs.settings:
+            settings[setting.name] = resolved(inputs.settings[setting.name], "inventory")
+    return settings
+
+
+def _memory_section(budget: Mapping[str, Any]) -> Dict[str, Any]:
+    """The plan's memory section from the budget, per GPU as Ollama places the layers."""
     memory = budget["memory"]
     per_gpu = [
         {
@@ -141,6 +142,26 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
         }
         for gpu in budget["per_gpu"]
     ]
+    return {
+        "gpu_total_gib": memory["gpu_total_gib"],
+        "weights_gib": memory["weights_gib"],
+        "overhead_gib": memory["overhead_gib"],
+        "kv_cache_gib": memory["kv_cache_gib"],
+        "kv_cache_tokens": int(memory["kv_cache_tokens"]),
+        "max_concurrency": float(memory["max_concurrency"]),
+        "block_size": None,
+        "vram_used_gib": memory["vram_used_gib"],
+        "per_gpu": per_gpu,
+    }
+
+
+def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
+    requested = inputs.settings
+    architecture, budget, layout = ollama_model_budget(
+        inputs.engine_version, inputs.model, requested, inputs.gpus, "ollama_gpus", gear, inputs.gguf_shape
+    )
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    settings = _settings_section(inputs, budget)
     used_gpus = [int(gpu["index"]) for gpu in budget["per_gpu"]]
     layout = dict(layout, gpus=used_gpus)
     if used_gpus != [int(i) for i in layout["env"].get("CUDA_VISIBLE_DEVICES", "").split(",") if i]:
@@ -173,17 +194,7 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
             quantization,
         ),
         "layout": layout_section(layout),
-        "memory": {
-            "gpu_total_gib": memory["gpu_total_gib"],
-            "weights_gib": memory["weights_gib"],
-            "overhead_gib": memory["overhead_gib"],
-            "kv_cache_gib": memory["kv_cache_gib"],
-            "kv_cache_tokens": int(memory["kv_cache_tokens"]),
-            "max_concurrency": float(memory["max_concurrency"]),
-            "block_size": None,
-            "vram_used_gib": memory["vram_used_gib"],
-            "per_gpu": per_gpu,
-        },
+        "memory": _memory_section(budget),
         "performance": performance,
         "settings": settings,
         "checks": list(gear.notes)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import pp_layer_bounds
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import step_costs
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import GpuSpec, gpu_spec
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_LINEAR,
@@ -65,22 +66,6 @@ _FORMATS = {
     "nvfp4": ("nvfp4", "fp4"),
     "mxfp4": ("mxfp4", "fp4"),
 }
-
-
-def engine_release(engine: str, version: Optional[Sequence[int]] = None) -> Optional[Mapping[str, Any]]:
-    """The row of ``engine_releases`` (performance.json) for a release, None for engines without a table.
-
-    ``version``: the release's numbers; None means the newest row (the plan's pins are all modelled)."""
-    rows = CONSTANTS["engine_releases"].get(engine)
-    if not rows:
-        return None
-    ordered = sorted(rows, key=lambda row: tuple(int(x) for x in row["from"].split(".")), reverse=True)
-    if version is None:
-        return ordered[0]
-    for row in ordered:
-        if tuple(version) >= tuple(int(x) for x in row["from"].split(".")):
-            return row
-    return ordered[-1]
 
 
 def weight_format(scheme: Optional[str], gguf: bool = False) -> Tuple[str, str]:
@@ -371,11 +356,11 @@ class Predictor:
         key = engine if engine != "vllm" else ("eager" if enforce_eager else "cudagraph")
         self.layer_overhead = float(overhead[key]) * 1e-6
         self.state_overhead = float(CONSTANTS["recurrent_layer_overhead_us"][engine]) * 1e-6
-        release = engine_release(engine, version)
-        step = release["step_overhead_ms"] if release else CONSTANTS["step_overhead_ms"][engine]
+        # vLLM's fixed cost per step is a fact of its release (_engines/vllm/releases.json step_overhead_ms);
+        # not_modelled: None when that release's costs are modelled, else why not
+        step, why = step_costs(version) if engine == "vllm" else (CONSTANTS["step_overhead_ms"][engine], None)
         self.step_overhead = float(step) * 1e-3
-        # None when the engine release's fixed costs are modelled; else why not (engine_releases)
-        self.not_modelled: Optional[str] = None if release is None or release["modelled"] else release["why"]
+        self.not_modelled: Optional[str] = why
 
     def _precision_tflops(self, spec: GpuSpec) -> float:
         return spec.tensor_tflops(self.traffic.precision)

@@ -2,9 +2,10 @@
 # Apache License 2.0 (see LICENSE)
 """A host's plan: what the pinned engine will do with this model on these GPUs (``build_plan``).
 
-Orchestration only: ``inputs`` validates the host's variables; ``vllm_plan`` / ``ollama_plan`` run the
-planner loop of each engine (layout candidates from ``layout``, settings from the engine's one resolver,
-memory from its budget, findings from its checks); ``standby`` adds an Ollama kept beside vLLM;
+Orchestration only: ``inputs`` validates the host's variables; the engine's planner (``engines.py``: the
+seam, ``vllm_plan`` / ``vllm_cpu_plan`` / ``ollama_plan`` behind it) runs the planner loop of its engine
+(layout candidates from ``layout``, settings from the engine's one resolver, memory from its budget,
+findings from its checks); ``standby`` adds an Ollama kept beside vLLM;
 ``service`` derives the contract the engine roles render. The keys are documented in docs/plan.md.
 
 Inputs are the host's variables (a mapping of name -> value; only the names ``inputs`` lists are read,
@@ -16,24 +17,15 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
-from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
-    _number,
-    validate_inputs,
-    vllm_key_findings,
-)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import revision_check
+from ansible_collections.inferops.llm.plugins.module_utils._plan.engines import planner_for
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import validate_inputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
-from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
-from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
-from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
-
-ENGINES = ("vllm", "ollama")
 
 
 def build_plan(
@@ -58,15 +50,11 @@ def build_plan(
     """
     inputs = validate_inputs(variables, defined)
     source_findings = resolve_model_source(inputs, models)
-    if inputs.engine == "vllm" and inputs.device == "cpu":
-        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured, _host_cpu_cores(hardware))
-    else:
-        gear = normalize_hardware(hardware)
-        engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
-        plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
+    engine = planner_for(inputs)
+    plan = engine.plan(inputs, hardware, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
-    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
-        unknown += vllm_key_findings(variables, list(variables) if defined is None else defined)
+    # what the engine's role would refuse after the driver and the download
+    unknown += engine.key_findings(variables, list(variables) if defined is None else defined)
     plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
     plan["model"].update(source_keys(inputs))
     revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
@@ -78,8 +66,9 @@ def build_plan(
         if finding not in unique:
             unique.append(finding)
     plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
-    if plan["engine"] == "vllm":
-        plan["start"] = start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
+    start = engine.start(plan, measured)
+    if start is not None:
+        plan["start"] = start
     plan["service"] = service_section(plan)
     if plan.get("performance") and measured_applies(plan, measured) and measured is not None:
         plan["performance"] = with_measured_speed(plan["performance"], measured.get("benchmark"))
@@ -102,15 +91,3 @@ def build_plan(
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)
     )
     return {key: plan[key] for key in order if key in plan}
-
-
-def _host_cpu_cores(hardware: Mapping[str, Any]) -> Optional[int]:
-    """The host's physical CPU cores (hardware ``cpu_cores``: the gathered processor facts), if known."""
-    value = _number(hardware.get("cpu_cores"), "int")
-    return int(value) if value and value > 0 else None
-
-
-def _host_memory_mib(hardware: Mapping[str, Any]) -> Optional[int]:
-    """The host's memory in MiB (hardware ``memory_mib``: inferops_host_memory_mib or ansible_memtotal_mb)."""
-    value = _number(hardware.get("memory_mib"), "int")
-    return int(value) if value and value > 0 else None

@@ -20,31 +20,27 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.units import GI
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import format_capacity_log
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SettingsContext,
     settings_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     layout_section,
-    model_section,
     plan_findings,
     service_environment,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     kv_traffic,
-    traffic_for,
     vllm_cpu_performance,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import (
-    _OVERHEAD_SETTINGS,
-    _architecture,
-    _evaluate,
-    _gguf,
-    _params,
-    _scheme,
-    model_weights,
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
+    evaluate,
+    is_gguf,
+    model_traffic,
+    serve_command,
+    vllm_model,
+    vllm_model_section,
 )
 
 # Without the host's memory, the KV cache the plan gives the CPU build (vLLM's own default before 0.10).
@@ -62,46 +58,9 @@ def default_kvcache_space(host_memory_mib: Optional[int], weights_bytes: int) ->
     return max(1, math.floor((half - weights_bytes) / GIB) - CPU_RUNTIME_RESERVE_GIB)
 
 
-def vllm_cpu_plan(
-    inputs: HostInputs,
-    host_memory_mib: Optional[int],
-    measured: Optional[Mapping[str, Any]],
-    cpu_cores: Optional[int] = None,
-) -> Dict[str, Any]:
-    """The plan dict of a vLLM CPU host (the keys of docs/plan.md; ``layout.gpus`` and ``memory.per_gpu`` empty).
-
-    ``cpu_cores``: the host's physical cores (the compute roof of the ``performance`` section), if known."""
-    version = inputs.engine_version
-    architecture, served, entry = _architecture(inputs)
-    requested = dict(inputs.settings)
-    weights = model_weights(inputs, served, entry)
-    space = inputs.cpu_kvcache_space_gib or default_kvcache_space(host_memory_mib, weights.total_bytes)
-    memory_bytes = int(host_memory_mib) * MIB if host_memory_mib else (space + 64) * GIB
-    ctx = SettingsContext(
-        version=vllm_version(version),
-        checkpoint=architecture,
-        served=served,
-        gpu_total_bytes=memory_bytes,
-        gpu_name="CPU",
-        repo=inputs.model["repo"],
-        device="cpu",
-    )
-    context = {
-        "vllm_version": version,
-        "repo": inputs.model["repo"],
-        "revision": inputs.model["revision"],
-        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
-    }
-    evaluation = _evaluate(
-        ctx, inputs, served, weights, measured, context, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB}
-    )
-    figures = evaluation.budget
-    evaluation.settings.entries["kv_cache_memory_bytes"] = {
-        "value": space * GIB,
-        "source": "derived",
-        "reason": f"VLLM_CPU_KVCACHE_SPACE={space} (GiB): the CPU build's KV cache",
-    }
-    layout = {
+def _cpu_layout() -> Dict[str, Any]:
+    """The layout of the CPU build: one engine process, no parallelism."""
+    return {
         "tensor_parallel_size": 1,
         "pipeline_parallel_size": 1,
         "data_parallel_size": 1,
@@ -113,9 +72,67 @@ def vllm_cpu_plan(
             name: "default" for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
         },
     }
+
+
+def _cpu_memory(
+    ctx: SettingsContext, figures: Mapping[str, Any], host_memory_mib: Optional[int], weights_bytes: int, space: int
+) -> Dict[str, Any]:
+    """The plan's memory section of a CPU host: the KV cache VLLM_CPU_KVCACHE_SPACE gives, no GPU figures."""
+    log = format_capacity_log(
+        ctx.version, int(figures["kv_cache_tokens"]), int(figures["max_model_len"]), figures["max_concurrency"]
+    )
+    return {
+        "gpu_total_gib": None,
+        "host_memory_gib": gib(host_memory_mib * MIB) if host_memory_mib else None,
+        "weights_gib": gib(weights_bytes),
+        "overhead_gib": None,
+        "kv_cache_gib": gib(space * GIB),
+        "kv_cache_tokens": int(figures["kv_cache_tokens"]),
+        "max_concurrency": round(float(figures["max_concurrency"]), 2),
+        "block_size": int(figures["block_size"]),
+        "vram_used_gib": None,
+        "per_gpu": [],
+        "log_lines": [line.replace("GPU KV cache size", "CPU KV cache size") for line in log],
+    }
+
+
+def vllm_cpu_plan(
+    inputs: HostInputs,
+    host_memory_mib: Optional[int],
+    measured: Optional[Mapping[str, Any]],
+    cpu_cores: Optional[int] = None,
+) -> Dict[str, Any]:
+    """The plan dict of a vLLM CPU host (the keys of docs/plan.md; ``layout.gpus`` and ``memory.per_gpu`` empty).
+
+    ``cpu_cores``: the host's physical cores (the compute roof of the ``performance`` section), if known."""
+    version = inputs.engine_version
+    model = vllm_model(inputs)
+    architecture, served, weights = model.architecture, model.served, model.weights
+    requested = dict(inputs.settings)
+    space = inputs.cpu_kvcache_space_gib or default_kvcache_space(host_memory_mib, weights.total_bytes)
+    memory_bytes = int(host_memory_mib) * MIB if host_memory_mib else (space + 64) * GIB
+    ctx = SettingsContext(
+        version=vllm_version(version),
+        checkpoint=architecture,
+        served=served,
+        gpu_total_bytes=memory_bytes,
+        gpu_name="CPU",
+        repo=inputs.model["repo"],
+        device="cpu",
+    )
+    evaluation = evaluate(
+        ctx, inputs, served, weights, measured, model.context, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB}
+    )
+    figures = evaluation.budget
+    evaluation.settings.entries["kv_cache_memory_bytes"] = {
+        "value": space * GIB,
+        "source": "derived",
+        "reason": f"VLLM_CPU_KVCACHE_SPACE={space} (GiB): the CPU build's KV cache",
+    }
+    layout = _cpu_layout()
     settings = settings_section(evaluation.settings, requested, layout, figures, version)
     performance = vllm_cpu_performance(
-        traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs)),
+        model_traffic(inputs, model),
         kv_traffic(figures),
         inputs.workload,
         figures,
@@ -135,7 +152,7 @@ def vllm_cpu_plan(
             settings={name: entry["value"] for name, entry in settings.items()},
             gpus=[],
             repo=inputs.model["repo"],
-            model_format="gguf" if str(inputs.model.get("file", "")).endswith(".gguf") else "safetensors",
+            model_format="gguf" if is_gguf(inputs) else "safetensors",
             layout=layout,
             budget=figures,
             env=environment,
@@ -145,40 +162,16 @@ def vllm_cpu_plan(
     # With an explicit KV size the CPU worker never reads gpu_memory_utilization (v1/worker/cpu_worker.py
     # determine_available_memory): findings about it concern GPUs only.
     findings = [f for f in findings if "vllm_gpu_memory_utilization" not in f["message"]]
-    quantization = inputs.model.get("quantization") or (
-        architecture.quantization.scheme if architecture.quantization is not None else None
-    )
-    log = format_capacity_log(
-        ctx.version, int(figures["kv_cache_tokens"]), int(figures["max_model_len"]), figures["max_concurrency"]
-    )
     return {
         "engine": "vllm",
         "engine_version": version,
         "device": "cpu",
-        "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "model": vllm_model_section(inputs, model),
         "layout": layout_section(layout),
-        "memory": {
-            "gpu_total_gib": None,
-            "host_memory_gib": gib(host_memory_mib * MIB) if host_memory_mib else None,
-            "weights_gib": gib(weights.total_bytes),
-            "overhead_gib": None,
-            "kv_cache_gib": gib(space * GIB),
-            "kv_cache_tokens": int(figures["kv_cache_tokens"]),
-            "max_concurrency": round(float(figures["max_concurrency"]), 2),
-            "block_size": int(figures["block_size"]),
-            "vram_used_gib": None,
-            "per_gpu": [],
-            "log_lines": [line.replace("GPU KV cache size", "CPU KV cache size") for line in log],
-        },
+        "memory": _cpu_memory(ctx, figures, host_memory_mib, weights.total_bytes, space),
         "settings": settings,
         "performance": performance,
         "checks": findings,
-        "command": vllm_command(
-            inputs.model["repo"],
-            inputs.model["revision"],
-            settings,
-            inputs.extra_args,
-            auto_max_model_len=requested.get("max_model_len") == "auto",
-        ),
+        "command": serve_command(inputs, settings, layout),
         "environment": environment,
     }

@@ -5,45 +5,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._core.units import gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
-    vllm_memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
-    compute_capability_x10 as capability_x10,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import vllm_command
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SWITCH_OFF,
-    VLLM_SETTINGS,
-    ResolvedSettings,
     SettingsContext,
-    refine_with_budget,
-    resolve_vllm_settings,
     settings_section,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
-from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
-    WeightsEstimate,
-    estimate_weights,
-    quantization_from_name,
-)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
     Hardware,
     driver_facts,
     finding,
     layout_section,
-    load_config,
-    load_image_max_pixels,
-    model_section,
     plan_findings,
     resolved,
     service_environment,
@@ -53,13 +34,17 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     PlanInputError,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+    Candidate,
+    LayoutSearch,
     auto_result,
     custom_allreduce,
     explicit_result,
     finish_layout,
     layout_search,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic, Workload
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
+    Option,
     alternatives,
     figures_for,
     layout_options,
@@ -67,204 +52,47 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     predictor_for,
     rank_options,
     speed_reason,
-    traffic_for,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.standby import standby_ollama, vllm_reserved_bytes
-
-# Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
-# measurement taken with other values says nothing about this plan.
-_OVERHEAD_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "enforce_eager", "max_cudagraph_capture_size")
-
-
-def _merge(base: Any, override: Any) -> Any:
-    """config.json updated like vLLM's --hf-overrides: nested mappings merged, other values replaced."""
-    if isinstance(base, dict) and isinstance(override, dict):
-        merged = dict(base)
-        for key, value in override.items():
-            merged[key] = _merge(base.get(key), value)
-        return merged
-    return override
-
-
-def _architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
-    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry)."""
-    config = load_config(inputs.model)
-    architecture, entry, _source = describe_model(inputs.model, config)
-    overrides = inputs.settings.get("hf_overrides")
-    if not overrides:
-        return architecture, architecture, entry
-    base = config if config is not None else entry.config
-    return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
-
-
-def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> WeightsEstimate:
-    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts."""
-    requested = inputs.settings
-    return estimate_weights(
-        served,
-        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
-        weights_bytes=inputs.model.get("weights_bytes"),
-        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
-        include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
-        include_vision=not requested.get("language_model_only"),
-        checkpoint=inputs.checkpoint_bytes,
-    )
-
-
-def _params(inputs: HostInputs, entry: Any) -> Optional[Dict[str, int]]:
-    """The catalogue's parameter counts when the plan reads no config.json (as ``model_weights``)."""
-    return dict(entry.params) if entry is not None and load_config(inputs.model) is None else None
-
-
-def _scheme(inputs: HostInputs, architecture: ModelArchitecture) -> Optional[str]:
-    """The quantization scheme the weights are stored in (the inventory's override, else the checkpoint's)."""
-    if "quantization" in inputs.model:
-        quant = quantization_from_name(inputs.model["quantization"])
-        return quant.scheme if quant is not None else None
-    return architecture.quantization.scheme if architecture.quantization is not None else None
-
-
-def _gguf(inputs: HostInputs) -> bool:
-    return str(inputs.model.get("file", "")).endswith(".gguf")
-
-
-def _measured_overhead(
-    measured: Optional[Mapping[str, Any]], context: Mapping[str, Any]
-) -> Tuple[Optional[int], Optional[Dict[str, str]]]:
-    """The overhead per GPU (bytes) measured at the last vLLM start, when it was the same configuration.
-
-    measured: the vLLM role's local fact ansible_local.inferops_vllm (``version``, ``model`` {repo,
-    revision}, ``layout``, ``settings``, ``overhead_gib``, ...). context: this plan's version, repo,
-    revision, layout sizes and inventory settings.
-    """
-    if not measured or measured.get("overhead_gib") is None:
-        return None, None
-    model = measured.get("model") or {}
-    layout = measured.get("layout") or {}
-    then = {
-        "vllm_version": measured.get("version"),
-        "repo": model.get("repo"),
-        "revision": model.get("revision"),
-        "tensor_parallel_size": layout.get("tensor_parallel_size"),
-        "pipeline_parallel_size": layout.get("pipeline_parallel_size"),
-    }
-    then.update({name: (measured.get("settings") or {}).get(name) for name in _OVERHEAD_SETTINGS})
-    different = [name for name, value in then.items() if value is not None and context.get(name) not in (None, value)]
-    if different:
-        note = finding(
-            "memory-fit",
-            "info",
-            f"the overhead measured at the last vLLM start is not used: {', '.join(different)} changed since",
-        )
-        return None, note
-    return int(float(measured["overhead_gib"]) * GIB), None
-
-
-def _settings_context(
-    inputs: HostInputs, checkpoint: ModelArchitecture, served: ModelArchitecture, gpus: Sequence[Mapping[str, Any]]
-) -> SettingsContext:
-    """What the release defaults and the plan's choices depend on: the release, the model, the engine's GPUs."""
-    smallest = min(gpus, key=lambda g: int(g["memory_mib"]))
-    capabilities = [c for c in (capability_x10(g) for g in gpus) if c is not None]
-    return SettingsContext(
-        version=vllm_version(inputs.engine_version),
-        checkpoint=checkpoint,
-        served=served,
-        gpu_total_bytes=cuda_total_bytes_from_nvidia_smi(int(smallest["memory_mib"])),
-        gpu_name=str(smallest.get("name") or ""),
-        compute_capability=smallest.get("compute_capability"),
-        min_capability=min(capabilities) if capabilities else None,
-        repo=inputs.model["repo"],
-    )
-
-
-# A fixed point is reached in two or three rounds (batch size, then max_num_seqs); this bounds the loop.
-_MAX_REFINE_ROUNDS = 8
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
+    Evaluation,
+    VllmModel,
+    evaluate,
+    is_gguf,
+    measured_overhead,
+    model_traffic,
+    serve_command,
+    settings_context,
+    vllm_model,
+    vllm_model_section,
+)
 
 
 @dataclass
-class _Evaluation:
-    """One candidate layout resolved and budgeted: the settings and the budget computed with them."""
+class _Chosen:
+    """The layout the planner loop picked, with the settings and budget it was evaluated with."""
 
-    settings: ResolvedSettings
-    budget: Dict[str, Any]
-
-    @property
-    def fits(self) -> bool:
-        return bool(budget_figures(self.budget)["fits"])
-
-
-def _evaluate(
-    ctx: SettingsContext,
-    inputs: HostInputs,
-    served: ModelArchitecture,
-    weights: Any,
-    measured: Optional[Mapping[str, Any]],
-    context: Mapping[str, Any],
-    tp: int,
-    pp: int,
-    pinned: Optional[Mapping[str, Any]] = None,
-    custom_all_reduce: Optional[bool] = None,
-) -> _Evaluation:
-    """Resolve the settings for one layout and budget them, until the budget-dependent choices settle.
-
-    pinned: values the engine takes from elsewhere than its flags (the CPU build's KV cache size from
-    VLLM_CPU_KVCACHE_SPACE), laid over the resolved values for the budget.
-    """
-    overhead, _note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
-    choices: Dict[str, Any] = {}
-    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-    image_max_pixels = load_image_max_pixels(inputs.model)
-
-    def budget() -> Dict[str, Any]:
-        return vllm_memory_budget(
-            served,
-            ctx.version,
-            ctx.gpu_total_bytes,
-            tensor_parallel_size=tp,
-            pipeline_parallel_size=pp,
-            weights=weights,
-            settings={**settings.values, **(pinned or {})},
-            gpu_name=ctx.gpu_name,
-            compute_capability=ctx.compute_capability,
-            measured_overhead_bytes=overhead,
-            image_max_pixels=image_max_pixels,
-            custom_all_reduce=custom_all_reduce,
-        )
-
-    figures = budget()
-    for _round in range(_MAX_REFINE_ROUNDS):
-        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
-        if not changes:
-            break
-        choices.update(changes)
-        settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-        figures = budget()
-    return _Evaluation(settings, figures)
+    search: LayoutSearch
+    layout: Dict[str, Any]
+    candidate: Candidate
+    evaluation: Evaluation
+    ranked: List[Option]
+    best: Optional[Option]
+    traffic: ModelTraffic
 
 
-def vllm_plan(
+def _choose_layout(
     inputs: HostInputs,
     gear: Hardware,
+    model: VllmModel,
+    ctx: SettingsContext,
     measured: Optional[Mapping[str, Any]],
-    cluster: Optional[ClusterContext] = None,
-) -> Dict[str, Any]:
-    """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
-    version = inputs.engine_version
-    architecture, served, entry = _architecture(inputs)
-    requested = dict(inputs.settings)
-    weights = model_weights(inputs, served, entry)
-    by_index = {int(g["index"]): g for g in gear.gpus}
-    allowed = inputs.gpus or list(by_index)
-    engine_gpus = [by_index[i] for i in allowed if i in by_index]
-    ctx = _settings_context(inputs, architecture, served, engine_gpus)
-    context = {
-        "vllm_version": version,
-        "repo": inputs.model["repo"],
-        "revision": inputs.model["revision"],
-        **{name: requested.get(name) for name in _OVERHEAD_SETTINGS},
-    }
-    evaluations: Dict[Tuple[int, int], Optional[_Evaluation]] = {}
+    cluster: Optional[ClusterContext],
+) -> _Chosen:
+    """The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
+    budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins."""
+    requested = inputs.settings
+    evaluations: Dict[Tuple[int, int], Optional[Evaluation]] = {}
 
     def custom_ar(tp: int) -> Optional[bool]:
         """False when no placement of this TP size (more than two GPUs: what the records show) runs vLLM's
@@ -275,22 +103,23 @@ def vllm_plan(
             return False
         return None
 
-    def evaluation(tp: int, pp: int) -> Optional[_Evaluation]:
+    def budgeted(tp: int, pp: int) -> Evaluation:
+        return evaluate(
+            ctx, inputs, model.served, model.weights, measured, model.context, tp, pp, custom_all_reduce=custom_ar(tp)
+        )
+
+    def evaluation(tp: int, pp: int) -> Optional[Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
         if (tp, pp) not in evaluations:
             try:
-                evaluations[(tp, pp)] = _evaluate(
-                    ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp)
-                )
+                evaluations[(tp, pp)] = budgeted(tp, pp)
             except ValueError:
                 evaluations[(tp, pp)] = None
         return evaluations[(tp, pp)]
 
-    # The planner loop: the layout code ranks every valid layout; each is resolved, budgeted and kept
-    # when its KV cache holds a request; the first that fits wins.
     search = layout_search(
         gear.gpus,
-        architecture,
+        model.architecture,
         topology=gear.topology,
         multi_node=cluster.multi_node() if cluster is not None else None,
         requested={
@@ -301,10 +130,8 @@ def vllm_plan(
             "gpus": inputs.gpus,
         },
     )
-    # The planner loop: every valid layout (the layout search's placements x DP replicas) is resolved,
-    # budgeted and, when its KV cache holds a request, predicted; the fastest for the objective wins.
     workload = inputs.workload
-    traffic = traffic_for(served, weights, _params(inputs, entry), _scheme(inputs, architecture), _gguf(inputs))
+    traffic = model_traffic(inputs, model)
     ranked = rank_options(
         layout_options(search, search.candidates, evaluation, traffic, workload),
         workload.objective,
@@ -320,48 +147,93 @@ def vllm_plan(
         )
     automatic = result["candidate"]
     if search.sizes_given:
-        # Pinned sizes are constraints: the unset ones come from the fastest option that keeps them.
-        pinned = {
-            name: int(requested[name])
-            for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-            if requested.get(name) not in (None, "")
-        }
-        kept = [o for o in ranked if all(o.sizes()[name] == value for name, value in pinned.items())]
-        fill = kept[0] if kept else None
-        result = explicit_result(
-            search,
-            result["candidate"],
-            fill.candidate if fill is not None else None,
-            fill.dp if fill is not None else 1,
-        )
-        found = evaluation(result["candidate"].tp, result["candidate"].pp)
-        result["fits"] = bool(result["fits"] and found is not None and found.fits)
-        if fill is not None and fill.candidate is result["candidate"]:
-            best = fill
+        result, best = _pinned_result(search, result, ranked, best, requested, evaluation)
     layout = finish_layout(search, result)
     tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
-    used = [by_index[i] for i in layout["gpus"] if i in by_index]
     chosen = evaluation(tp, pp)
     if chosen is None:  # the layout itself is invalid for the model: the budget raises why
         try:
-            chosen = _evaluate(ctx, inputs, served, weights, measured, context, tp, pp, custom_all_reduce=custom_ar(tp))
+            chosen = budgeted(tp, pp)
         except ValueError as exc:
-            pipeline = "pipeline" in str(exc)
-            variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
-            passing = automatic.pp if pipeline else automatic.tp
-            raise PlanInputError(
-                [
-                    f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
-                    f"(a value that passes: {variable}: {passing})"
-                ]
-            ) from exc
-    resolved_settings, figures = chosen.settings, chosen.budget
-    speed = predictor_for(search, traffic, result["candidate"], figures, resolved_settings.values)
-    performance = performance_section(
-        figures_for(speed, workload, int(layout["data_parallel_size"]), figures, resolved_settings.values),
-        alternatives(ranked, best, workload.objective, len(search.available)) if best is not None else [],
+            raise _cannot_split(inputs, exc, tp, pp, automatic) from exc
+    return _Chosen(search, layout, result["candidate"], chosen, ranked, best, traffic)
+
+
+def _pinned_result(
+    search: LayoutSearch,
+    result: Dict[str, Any],
+    ranked: Sequence[Option],
+    best: Optional[Option],
+    requested: Mapping[str, Any],
+    evaluation: Callable[[int, int], Optional[Evaluation]],
+) -> Tuple[Dict[str, Any], Optional[Option]]:
+    """Pinned sizes are constraints: the unset ones come from the fastest option that keeps them."""
+    pinned = {
+        name: int(requested[name])
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        if requested.get(name) not in (None, "")
+    }
+    kept = [o for o in ranked if all(o.sizes()[name] == value for name, value in pinned.items())]
+    fill = kept[0] if kept else None
+    result = explicit_result(
+        search,
+        result["candidate"],
+        fill.candidate if fill is not None else None,
+        fill.dp if fill is not None else 1,
+    )
+    found = evaluation(result["candidate"].tp, result["candidate"].pp)
+    result["fits"] = bool(result["fits"] and found is not None and found.fits)
+    if fill is not None and fill.candidate is result["candidate"]:
+        best = fill
+    return result, best
+
+
+def _cannot_split(inputs: HostInputs, exc: ValueError, tp: int, pp: int, automatic: Candidate) -> PlanInputError:
+    """The error of a pinned layout the model cannot be split into, with the automatic layout's size."""
+    pipeline = "pipeline" in str(exc)
+    variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
+    passing = automatic.pp if pipeline else automatic.tp
+    return PlanInputError(
+        [
+            f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
+            f"(a value that passes: {variable}: {passing})"
+        ]
+    )
+
+
+def _performance(chosen: _Chosen, workload: Workload, used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The plan's performance section: the chosen layout's predicted speed and the alternatives."""
+    values, figures = chosen.evaluation.settings.values, chosen.evaluation.budget
+    speed = predictor_for(chosen.search, chosen.traffic, chosen.candidate, figures, values)
+    return performance_section(
+        figures_for(speed, workload, int(chosen.layout["data_parallel_size"]), figures, values),
+        alternatives(chosen.ranked, chosen.best, workload.objective, len(chosen.search.available))
+        if chosen.best is not None
+        else [],
         [str(g.get("name") or "") for g in used],
     )
+
+
+def vllm_plan(
+    inputs: HostInputs,
+    gear: Hardware,
+    measured: Optional[Mapping[str, Any]],
+    cluster: Optional[ClusterContext] = None,
+) -> Dict[str, Any]:
+    """The plan of a vLLM host; with ``cluster``, of one node of a multi-host deployment (cluster.py)."""
+    version = inputs.engine_version
+    model = vllm_model(inputs)
+    architecture = model.architecture
+    requested = dict(inputs.settings)
+    by_index = {int(g["index"]): g for g in gear.gpus}
+    allowed = inputs.gpus or list(by_index)
+    ctx = settings_context(inputs, architecture, model.served, [by_index[i] for i in allowed if i in by_index])
+    chosen = _choose_layout(inputs, gear, model, ctx, measured, cluster)
+    layout, workload = chosen.layout, inputs.workload
+    tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
+    used = [by_index[i] for i in layout["gpus"] if i in by_index]
+    resolved_settings, figures = chosen.evaluation.settings, chosen.evaluation.budget
+    performance = _performance(chosen, workload, used)
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
     environment = service_environment(
@@ -378,7 +250,7 @@ def vllm_plan(
             settings=resolved_values,
             gpus=used,
             repo=inputs.model["repo"],
-            model_format="gguf" if _gguf(inputs) else "safetensors",
+            model_format="gguf" if is_gguf(inputs) else "safetensors",
             layout=layout,
             budget=figures,
             env=environment,
@@ -391,12 +263,11 @@ def vllm_plan(
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
         if check_id not in reported:
             findings.append(finding(check_id, fact["severity"], fact["message"]))
-    _overhead, note = _measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    _overhead, note = measured_overhead(
+        measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    )
     if note:
         findings.append(note)
-    quantization = inputs.model.get("quantization") or (
-        architecture.quantization.scheme if architecture.quantization is not None else None
-    )
     standby = None
     if inputs.standby_ollama is not None:
         standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))
@@ -404,19 +275,13 @@ def vllm_plan(
     plan = {
         "engine": "vllm",
         "engine_version": version,
-        "model": model_section(inputs, architecture.architecture, weights.total_bytes, weights.source, quantization),
+        "model": vllm_model_section(inputs, model),
         "layout": layout_section(layout),
         "memory": _vllm_memory(figures, used),
         "performance": performance,
         "settings": settings,
         "checks": findings,
-        "command": vllm_command(
-            inputs.model["repo"],
-            inputs.model["revision"],
-            settings,
-            [flag for flag in layout.get("flags") or [] if flag not in _SETTING_FLAGS] + inputs.extra_args,
-            auto_max_model_len=requested.get("max_model_len") == "auto",
-        ),
+        "command": serve_command(inputs, settings, layout),
         "environment": environment,
     }
     if standby is not None:
@@ -475,23 +340,6 @@ def _choice_notes(settings: Mapping[str, Any], architecture: ModelArchitecture) 
             )
         )
     return notes
-
-
-def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
-    """The budget figures checks.py reads."""
-    layout = budget["layout"]
-    request = layout["blocks_per_request"] * layout["bytes_per_block"]
-    return {
-        "block_size": budget["block_size"],
-        "num_gpu_blocks": budget["num_blocks"],
-        "max_concurrency": budget["max_concurrency"],
-        "kv_cache_bytes": budget["kv_cache_bytes"],
-        "request_kv_bytes": request,
-        "fits": budget["kv_cache_bytes"] >= request + layout["bytes_per_block"],
-    }
-
-
-_SETTING_FLAGS = {setting.flag for setting in VLLM_SETTINGS}
 
 
 def _vllm_memory(figures: Mapping[str, Any], used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:

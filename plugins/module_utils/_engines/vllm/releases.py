@@ -25,6 +25,8 @@ Public API:
     release runs the model on the V2 GPU model runner by default (config/vllm.py use_v2_model_runner);
     its profiling sampler skips top-k/top-p, so the warm-up peak is much smaller.
 ``install_pins(version, package) -> dict``: the uv overrides/excludes the vllm role needs for that release.
+``step_costs(number=None) -> (ms, why | None)``: the fixed time of one decode step of a release (its record's
+    ``step_overhead_ms``; None: the newest record) and, where its costs are not modelled, why.
 ``vllm_wheel_cuda(version) -> str`` and ``engine_cuda(version, cuda_version)``: CUDA of the PyPI wheel.
 """
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import release_tuple
@@ -122,6 +124,7 @@ class VllmVersion:
     sampler: str
     v2_model_runner: V2ModelRunner
     wheel_cuda: str
+    step_overhead_ms: float
 
     def at_least(self, *number: int) -> bool:
         return self.number >= tuple(number)
@@ -220,6 +223,22 @@ def uses_model_runner_v2(
     if rule == "listed_or_dense_attention":
         return in_list or (not is_hybrid and not is_moe)
     raise ValueError(f"releases.json: release {version.record} has an unknown v2_model_runner rule {rule!r}")
+
+
+NOT_MODELLED_STEP = (
+    "V0 engine (vLLM before {oldest}): its per-step scheduler and sampler costs are not modelled, and the plan "
+    "refuses these releases; predicted with the V1 costs"
+)
+
+
+def step_costs(number: Optional[Sequence[int]] = None) -> Tuple[float, Optional[str]]:
+    """(fixed ms per decode step, why it is not modelled or None) of a release, from its record's
+    ``step_overhead_ms``; ``number`` None: the newest record; older than every record: the oldest record."""
+    found = release_record(tuple(number)) if number is not None else (_ORDERED[-1][1], RELEASES[_ORDERED[-1][1]])
+    _text, record = found or (_ORDERED[0][1], RELEASES[_ORDERED[0][1]])
+    modelled = found is not None and record["modelled"]
+    oldest = ".".join(str(part) for part in OLDEST_SUPPORTED)
+    return float(record["step_overhead_ms"]), None if modelled else NOT_MODELLED_STEP.format(oldest=oldest)
 
 
 def vllm_wheel_cuda(vllm_version: Any) -> str:

@@ -148,6 +148,59 @@ def _entry(value: Any, source: str, reason: Optional[str] = None) -> Entry:
     return entry
 
 
+def _put(resolved: Dict[str, Entry], given: Mapping[str, Any], name: str, default: Any, source: str = "default") -> Any:
+    """The inventory's value of a setting when it gives one, else ``default`` (with ``source``): recorded in
+    ``resolved`` and returned."""
+    value = given.get(name)
+    if not _unset(value):
+        resolved[name] = _entry(value, "inventory")
+        return value
+    resolved[name] = _entry(default, source)
+    return default
+
+
+def _resolve_kv_cache_dtype(
+    resolved: Dict[str, Entry], given: Mapping[str, Any], arch: ModelArchitecture, version: VllmVersion
+) -> None:
+    """kv_cache_dtype: the inventory's, else "auto", which a release from 0.14.0 resolves to the checkpoint's."""
+    auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
+    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
+        kv_dtype = str(_put(resolved, given, "kv_cache_dtype", auto_kv, "derived"))
+    else:
+        kv_dtype = str(_put(resolved, given, "kv_cache_dtype", "auto"))
+    if kv_dtype == "auto" and auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
+        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
+        resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
+        kv_dtype = auto_kv
+    if kv_dtype not in version.kv_cache_dtypes:
+        raise ValueError(
+            f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
+            f"{', '.join(version.kv_cache_dtypes)} (vllm_kv_cache_dtype)"
+        )
+
+
+def _resolve_mamba(
+    resolved: Dict[str, Entry], given: Mapping[str, Any], arch: ModelArchitecture, version: VllmVersion, prefix: bool
+) -> None:
+    """The Mamba/GDN cache settings of a hybrid model: the cache mode that prefix caching implies, the dtypes."""
+    mode = given.get("mamba_cache_mode")
+    if _unset(mode):
+        # models/config.py MambaModelConfig.verify_and_update_config
+        resolved["mamba_cache_mode"] = _entry("align" if prefix else "none", "derived")
+    else:
+        if mode not in version.mamba_cache_modes:
+            raise ValueError(
+                f"vllm_mamba_cache_mode {mode!r} is not accepted by vLLM {version.text}: "
+                f"use one of {', '.join(version.mamba_cache_modes)}"
+            )
+        resolved["mamba_cache_mode"] = _entry(mode, "inventory")
+    _put(resolved, given, "mamba_cache_dtype", "auto")
+    ssm_default = "auto"
+    if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
+        ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
+    _put(resolved, given, "mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
+
+
 def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str, Entry]:
     """The pinned release's defaults and what vLLM derives, for every memory-relevant setting.
 
@@ -158,12 +211,7 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     resolved: Dict[str, Entry] = {}
 
     def put(name: str, default: Any, source: str = "default") -> Any:
-        value = given.get(name)
-        if not _unset(value):
-            resolved[name] = _entry(value, "inventory")
-            return value
-        resolved[name] = _entry(default, source)
-        return default
+        return _put(resolved, given, name, default, source)
 
     util = put("gpu_memory_utilization", version.default_gpu_memory_utilization)
     if not isinstance(util, (int, float)) or isinstance(util, bool) or not 0 < float(util) <= 1:
@@ -175,20 +223,7 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     defaults = batch_defaults(version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
-    auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
-    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
-        kv_dtype = str(put("kv_cache_dtype", auto_kv, "derived"))
-    else:
-        kv_dtype = str(put("kv_cache_dtype", "auto"))
-    if kv_dtype == "auto" and auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
-        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
-        resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
-        kv_dtype = auto_kv
-    if kv_dtype not in version.kv_cache_dtypes:
-        raise ValueError(
-            f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
-            f"{', '.join(version.kv_cache_dtypes)} (vllm_kv_cache_dtype)"
-        )
+    _resolve_kv_cache_dtype(resolved, given, arch, version)
     max_len = given.get("max_model_len")
     if _unset(max_len):
         resolved["max_model_len"] = _entry(derived_max_model_len(arch, version), "default")
@@ -199,22 +234,7 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     default_prefix = version.hybrid_prefix_caching_default if arch.is_hybrid else True
     prefix = bool(put("enable_prefix_caching", default_prefix))
     if arch.is_hybrid:
-        mode = given.get("mamba_cache_mode")
-        if _unset(mode):
-            # models/config.py MambaModelConfig.verify_and_update_config
-            resolved["mamba_cache_mode"] = _entry("align" if prefix else "none", "derived")
-        else:
-            if mode not in version.mamba_cache_modes:
-                raise ValueError(
-                    f"vllm_mamba_cache_mode {mode!r} is not accepted by vLLM {version.text}: "
-                    f"use one of {', '.join(version.mamba_cache_modes)}"
-                )
-            resolved["mamba_cache_mode"] = _entry(mode, "inventory")
-        put("mamba_cache_dtype", "auto")
-        ssm_default = "auto"
-        if arch.architecture.startswith("Qwen3_5") and arch.mamba_ssm_dtype:
-            ssm_default = arch.mamba_ssm_dtype  # Qwen3_5*Config override: hf mamba_ssm_dtype (float32)
-        put("mamba_ssm_cache_dtype", ssm_default, "derived" if ssm_default != "auto" else "default")
+        _resolve_mamba(resolved, given, arch, version, prefix)
     spec = given.get("speculative_config")
     spec = dict(spec) if isinstance(spec, Mapping) else {}
     if _unset(given.get("num_speculative_tokens")) and spec.get("num_speculative_tokens") is not None:

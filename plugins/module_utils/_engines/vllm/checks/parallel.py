@@ -9,7 +9,7 @@ from typing import Any, List, Mapping
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
-from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.parallelism import (
     ParallelDims,
     fp8_block_split_fails,
     pipeline_parallel_problems,

@@ -9,11 +9,10 @@ from typing import Any, List, Mapping, Optional
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
-    CHECKED_RELEASES,
-    QUANT_MIN_CAPABILITY,
     SCHEME_MIN_CAPABILITY,
     Finding,
     Version,
+    quant_min_capability,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
@@ -56,9 +55,8 @@ def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, An
     findings = []
     quant = arch.get("quantization") or {}
     method = str(s.get("quantization") or quant.get("method") or "").lower().replace("-", "_")
-    if method in QUANT_MIN_CAPABILITY:
-        old, new = QUANT_MIN_CAPABILITY[method]
-        need = old if ver <= CHECKED_RELEASES[0] else new if ver >= CHECKED_RELEASES[-1] else max(old, new)
+    need = quant_min_capability(method, ver)
+    if need is not None:
         if method == "compressed_tensors":
             need = max(need, SCHEME_MIN_CAPABILITY.get(str(quant.get("scheme")), 0))
         if cc < need:

@@ -1,14 +1,14 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The facts the checks read beside the release records: model families, attention backends and
-quantization capabilities, each with its source. The per-release facts (parser names as version ranges,
-the releases whose registries were read, the version boundaries of each check) are the release records
-in ``_engines/vllm/releases.json``; this module exposes the parser ranges from there.
+"""What the checks read: the model families (below, with their sources) and, from the release data in
+``_engines/vllm/releases.json``, the parser names as version ranges, the releases whose registries were read,
+the attention backends (``attention_backends``) and the quantization capabilities
+(``quantization_min_capability``), each with its source there.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     RELEASE_DATA,
@@ -72,89 +72,62 @@ FAMILIES: Dict[str, Family] = {
 }
 
 
-_FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
-
-
-_PER_HEAD = ("int4_per_token_head", "int8_per_token_head", "fp8_per_token_head")
-
-
 class Backend:
-    """An attention backend: compute capabilities (x10) and KV dtypes it accepts (0.33 source)."""
+    """An attention backend as its record in releases.json ``attention_backends`` describes it: compute
+    capabilities (x10) and KV dtypes it accepts, what it refuses beyond that (``limits``), its first release."""
 
-    def __init__(
-        self,
-        name: str,
-        kv: Sequence[str],
-        min_cc: int = 0,
-        max_cc: int = 999,
-        only_cc: Sequence[int] = (),
-        since: Optional[Version] = None,
-    ):
-        self.name, self.kv, self.min_cc, self.max_cc = name, tuple(kv), min_cc, max_cc
-        self.only_cc, self.since = tuple(only_cc), since
+    def __init__(self, name: str, record: Mapping[str, Any]):
+        self.name = name
+        self.kv = tuple(record["kv_cache_dtypes"])
+        self.min_cc, self.max_cc = int(record.get("min_cc", 0)), int(record.get("max_cc", 999))
+        self.only_cc = tuple(record.get("only_cc", ()))
+        self.limits: Tuple[Mapping[str, Any], ...] = tuple(record.get("limits", ()))
+        first = record.get("first")
+        self.since: Optional[Version] = parse_vllm_version(first) if first else None  # type: ignore[assignment]
 
     def refuses(self, cc: int, kv_dtype: str, sinks: bool) -> Optional[str]:
         if cc < self.min_cc or cc > self.max_cc or (self.only_cc and cc not in self.only_cc):
             return f"{self.name} does not run on compute capability {cc / 10:.1f}"
         if kv_dtype not in self.kv:
             return f"{self.name} does not support kv_cache_dtype {kv_dtype}"
-        if self.name == "FLASH_ATTN" and kv_dtype in _FP8 and cc // 10 not in (9, 10):
-            return "FLASH_ATTN stores fp8 KV only with FA3 (sm_90) or FA4 (sm_10x); other GPUs run FA2"
-        if self.name == "FLASH_ATTN" and sinks and cc // 10 not in (9, 10):
-            return "FA2 (used on sm_8x/sm_12x) has no attention sinks, which gpt-oss needs"
+        for limit in self.limits:
+            applies = kv_dtype in limit.get("kv_cache_dtypes", ()) or (sinks and limit.get("sinks", False))
+            if applies and cc // 10 not in limit["cc_major"]:
+                return str(limit["why"])
         return None
 
 
-_AUTO_16 = ("auto", "float16", "bfloat16")
+_BACKEND_DATA: Mapping[str, Any] = RELEASE_DATA["attention_backends"]
 
 
-BACKENDS: Dict[str, Backend] = {
-    b.name: b
-    for b in (
-        Backend("FLASH_ATTN", (*_AUTO_16, "fp8", "fp8_e4m3"), min_cc=80),
-        Backend("FLASHINFER", (*_AUTO_16, "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "nvfp4_4over6"), 80, 121),
-        Backend("TRITON_ATTN", (*_AUTO_16, "fp8", "fp8_e4m3", "fp8_e5m2", *_PER_HEAD)),
-        Backend("FLEX_ATTENTION", _AUTO_16),
-        Backend(
-            "TURBOQUANT",
-            ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"),
-            since=(0, 20, 0),
-        ),
-        Backend("B12X", ("auto", "bfloat16", "fp8", "fp8_e4m3"), only_cc=(120, 121), since=(0, 33, 0)),
-        Backend("HPC_ATTN", ("auto", "bfloat16", "fp8_e4m3"), only_cc=(90,), since=(0, 33, 0)),
-    )
-}
+BACKENDS: Dict[str, Backend] = {name: Backend(name, record) for name, record in _BACKEND_DATA["names"].items()}
 
 
 # platforms/cuda.py _get_backend_priorities: SM10x prefers FlashInfer, everything else FlashAttention.
-PRIORITY_SM100 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_SM100: Tuple[str, ...] = tuple(_BACKEND_DATA["priority"]["sm10x"])
 
 
-PRIORITY_OTHER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+PRIORITY_OTHER: Tuple[str, ...] = tuple(_BACKEND_DATA["priority"]["other"])
 
 
-# get_min_capability() per quant_method (x10); (value up to 0.19.1, value from 0.33.0) where it changed.
-QUANT_MIN_CAPABILITY: Dict[str, Tuple[int, int]] = {
-    "awq": (75, 75),
-    "awq_marlin": (75, 75),
-    "gptq": (60, 60),
-    "gptq_marlin": (75, 60),
-    "fp8": (75, 75),
-    "compressed_tensors": (70, 70),
-    "modelopt": (89, 80),
-    "modelopt_fp4": (75, 75),
-    "mxfp4": (80, 80),
-    "bitsandbytes": (70, 70),
-    "gguf": (60, 60),
-    "experts_int8": (80, 80),
-    "fbgemm_fp8": (80, 80),
-    "fp_quant": (100, 100),
-    "torchao": (75, 75),
-    "moe_wna16": (70, 70),
-    "quark": (70, 70),
-    "inc": (60, 60),
-}
+_QUANT_DATA: Mapping[str, Any] = RELEASE_DATA["quantization_min_capability"]
 
 
 # compressed-tensors schemes (QuantizationInfo.scheme) and the capability each needs at least.
-SCHEME_MIN_CAPABILITY = {"int4": 75, "int8": 75, "fp8": 75, "fp8_block": 75, "nvfp4": 75}
+SCHEME_MIN_CAPABILITY: Dict[str, int] = dict(_QUANT_DATA["compressed_tensors_schemes"])
+
+
+def quant_min_capability(method: str, version: Sequence[int]) -> Optional[int]:
+    """get_min_capability() (x10) of a quantization method at a release, None for a method not read: the
+    reading at or before the first one, the last one's after it, the larger of the two readings around it."""
+    readings = _QUANT_DATA["methods"].get(method)
+    if readings is None:
+        return None
+    ordered = sorted((parse_vllm_version(text), value) for text, value in readings.items())
+    number = tuple(version)
+    if number <= ordered[0][0]:
+        return int(ordered[0][1])
+    for (low, low_value), (high, high_value) in zip(ordered, ordered[1:]):
+        if low < number < high:
+            return int(max(low_value, high_value))
+    return int(ordered[-1][1])

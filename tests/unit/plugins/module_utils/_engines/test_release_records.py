@@ -86,10 +86,23 @@ def test_every_modelled_vllm_record_has_every_field_and_each_field_its_source():
     for version, record in vllm.RELEASES.items():
         assert set(record) <= documented, (version, set(record) - documented)
         assert "wheel_cuda" in record, version
+        assert "step_overhead_ms" in record, version  # the speed model reads it for every release (step_costs)
         if record["modelled"]:
             assert VLLM_FIELDS | {"registries_read"} <= set(record), (version, VLLM_FIELDS - set(record))
             assert vllm.vllm_version(version).record == version
     assert documented >= VLLM_FIELDS
+
+
+def test_the_step_cost_is_read_from_the_record_that_applies(monkeypatch):
+    monkeypatch.setitem(vllm.RELEASES["0.32.0"], "step_overhead_ms", 0.7)
+    assert vllm.step_costs((0, 32, 0)) == (0.7, None)
+    assert vllm.step_costs((0, 32, 5))[0] == 0.7  # a patch without a record of its own: the same record
+    assert vllm.step_costs((0, 33, 0))[0] == vllm.RELEASES["0.33.0"]["step_overhead_ms"]
+    monkeypatch.setitem(vllm.RELEASES["0.33.0"], "step_overhead_ms", 0.9)
+    assert vllm.step_costs() == (0.9, None)  # the plan's: the newest record
+    _ms, why = vllm.step_costs((0, 9, 2))  # a record that is not modelled
+    assert "not modelled" in why and "0.10.0" in why
+    assert vllm.step_costs((0, 5, 3)) == (vllm.RELEASES["0.8.0"]["step_overhead_ms"], why)  # before every record
 
 
 def test_parser_ranges_name_releases_whose_registries_were_read():
@@ -98,6 +111,25 @@ def test_parser_ranges_name_releases_whose_registries_were_read():
         for name, span in vllm.RELEASE_DATA[table]["names"].items():
             assert set(span) <= {"first", "last"}, (table, name)
             assert set(span.values()) <= read, (table, name, span)
+
+
+def test_backends_and_quantization_capabilities_are_data_with_their_sources():
+    backends = vllm.RELEASE_DATA["attention_backends"]
+    quant = vllm.RELEASE_DATA["quantization_min_capability"]
+    assert backends["source"] and backends["priority_source"] and quant["source"]
+    assert quant["compressed_tensors_schemes_source"]
+    keys = {"kv_cache_dtypes", "min_cc", "max_cc", "only_cc", "limits", "first"}
+    for name, record in backends["names"].items():
+        assert set(record) <= keys, (name, set(record) - keys)
+        assert set(record["kv_cache_dtypes"]) <= set(vllm.RELEASES["0.33.0"]["kv_cache_dtypes"]), name
+        assert record.get("first", "0.33.0") in vllm.RELEASES, name
+        for limit in record.get("limits", ()):
+            assert limit["why"] and limit["cc_major"], name
+    for order in backends["priority"].values():
+        assert set(order) <= set(backends["names"]), order
+    read = {text for text, record in vllm.RELEASES.items() if record.get("registries_read")}
+    for method, readings in quant["methods"].items():
+        assert readings and set(readings) <= read, (method, readings)
 
 
 def test_the_newest_record_bounds_the_known_releases():

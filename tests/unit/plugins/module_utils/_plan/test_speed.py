@@ -241,21 +241,24 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
 
 
 @pytest.mark.parametrize(
-    "version, engine, modelled",
+    "version, modelled",
     [
-        ((0, 5, 3), "V0", False),
-        ((0, 9, 2), "V0", False),
-        ((0, 10, 0), "V1", True),
-        ((0, 33, 0), "V1", True),
-        (None, "V1", True),
+        ((0, 5, 3), False),  # older than every record: the oldest record's figure, not modelled
+        ((0, 9, 2), False),
+        ((0, 10, 0), True),
+        ((0, 33, 0), True),
+        (None, True),  # the plan: the newest record
     ],
 )
-def test_engine_release_table_rows(version, engine, modelled):
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import engine_release
+def test_the_step_cost_comes_from_the_release_record(version, modelled):
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import KvTraffic, Predictor
 
-    row = engine_release("vllm", version)
-    assert (row["engine"], row["modelled"]) == (engine, modelled)
-    assert engine_release("llama.cpp", version) is None
+    _arch, traffic, _predictors = _h100_predictors("meta-llama/Llama-3.3-70B-Instruct", "bf16")
+    vllm = Predictor(traffic, [], 1, KvTraffic(0.0, 0.0), "vllm", version=version)
+    llama = Predictor(traffic, [], 1, KvTraffic(0.0, 0.0), "llama.cpp", version=version)
+    assert (vllm.not_modelled is None) == modelled
+    assert vllm.step_overhead == pytest.approx(0.3e-3)
+    assert llama.not_modelled is None
 
 
 def test_output_throughput_counts_every_prompt_against_the_decode_steps():

@@ -1,0 +1,103 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""The engine seam: one planner per engine and device behind one interface (``EnginePlanner``).
+
+``build_plan`` (planner.py) asks ``planner_for(inputs)`` for the host's planner and calls only the
+interface: ``plan`` (the engine's own planner loop: settings, budget, checks, command), ``key_findings``
+(what the engine's role would refuse besides) and ``start`` (how long a start may take). Adding an engine
+(or a device of one) is adding its planner here; the engine names are switched on nowhere else in
+``build_plan``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_number
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
+from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs, vllm_key_findings
+from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
+
+Measured = Optional[Mapping[str, Any]]
+
+
+class EnginePlanner:
+    """What build_plan needs of an engine. The defaults: no extra findings, no start section."""
+
+    def plan(
+        self, inputs: HostInputs, hardware: Mapping[str, Any], measured: Measured, cluster: Optional[ClusterContext]
+    ) -> Dict[str, Any]:
+        """The engine's plan dict (the keys of docs/plan.md that the engine fills)."""
+        raise NotImplementedError
+
+    def key_findings(self, variables: Mapping[str, Any], defined: Sequence[str]) -> List[Dict[str, Any]]:
+        """Findings about the host's variables that the engine's role would refuse (after the plan ran)."""
+        return []
+
+    def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:
+        """The plan's ``start`` section (how long a start may take), None when the engine has none."""
+        return None
+
+
+class _VllmPlanner(EnginePlanner):
+    def key_findings(self, variables: Mapping[str, Any], defined: Sequence[str]) -> List[Dict[str, Any]]:
+        return vllm_key_findings(variables, defined)
+
+    def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:
+        return start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
+
+
+class VllmGpuPlanner(_VllmPlanner):
+    """vLLM on NVIDIA GPUs: the planner loop over ranked layouts (vllm_plan.py)."""
+
+    def plan(
+        self, inputs: HostInputs, hardware: Mapping[str, Any], measured: Measured, cluster: Optional[ClusterContext]
+    ) -> Dict[str, Any]:
+        return vllm_plan(inputs, normalize_hardware(hardware), measured, cluster)
+
+
+class VllmCpuPlanner(_VllmPlanner):
+    """vLLM's CPU build (vllm_device: cpu): one process sized from the host's memory (vllm_cpu_plan.py)."""
+
+    def plan(
+        self, inputs: HostInputs, hardware: Mapping[str, Any], measured: Measured, cluster: Optional[ClusterContext]
+    ) -> Dict[str, Any]:
+        return vllm_cpu_plan(inputs, host_memory_mib(hardware), measured, host_cpu_cores(hardware))
+
+
+class OllamaPlanner(EnginePlanner):
+    """Ollama on the host's GPUs (ollama_plan.py)."""
+
+    def plan(
+        self, inputs: HostInputs, hardware: Mapping[str, Any], measured: Measured, cluster: Optional[ClusterContext]
+    ) -> Dict[str, Any]:
+        return ollama_plan(inputs, normalize_hardware(hardware))
+
+
+# (inputs.engine, inputs.device) -> its planner: the registry, the one place that names the engines here.
+PLANNERS: Dict[Tuple[str, str], EnginePlanner] = {
+    ("vllm", "cuda"): VllmGpuPlanner(),
+    ("vllm", "cpu"): VllmCpuPlanner(),
+    ("ollama", "cuda"): OllamaPlanner(),
+}
+
+
+def planner_for(inputs: HostInputs) -> EnginePlanner:
+    """The planner of a host's engine and device (validate_inputs admits no other pair)."""
+    return PLANNERS[(inputs.engine, inputs.device)]
+
+
+def host_cpu_cores(hardware: Mapping[str, Any]) -> Optional[int]:
+    """The host's physical CPU cores (hardware ``cpu_cores``: the gathered processor facts), if known."""
+    value = as_number(hardware.get("cpu_cores"), "int")
+    return int(value) if value and value > 0 else None
+
+
+def host_memory_mib(hardware: Mapping[str, Any]) -> Optional[int]:
+    """The host's memory in MiB (hardware ``memory_mib``: inferops_host_memory_mib or ansible_memtotal_mb)."""
+    value = as_number(hardware.get("memory_mib"), "int")
+    return int(value) if value and value > 0 else None
