@@ -22,6 +22,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import 
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _number,
+    defined_names,
     validate_inputs,
     vllm_key_findings,
 )
@@ -51,7 +52,8 @@ def build_plan(
     variables: the host's variables (see input_names()); hardware: ``{"gpus": [...], "topology": {...},
     "driver": {...}}`` as gpu_facts returns them or as declared in inventory (topology parsed);
     measured: the vLLM role's local fact from a previous start (ansible_local.inferops_vllm), if any.
-    defined: every vllm_/ollama_/inferops_ name the host defines (names only), for unknown names.
+    defined: every name with a collection prefix the host defines (names only), for unknown names, less a key
+    left empty (inputs.defined_names); None: the names of ``variables``.
     models: the run's ModelResolver (the controller's Hugging Face cache and Hub, _model/hub.py); without one the
     model comes from inferops_model.config / config_file or the catalogue only.
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
@@ -66,7 +68,7 @@ def build_plan(
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
     if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
-        unknown += vllm_key_findings(variables, list(variables) if defined is None else defined)
+        unknown += vllm_key_findings(variables, defined_names(variables, variables) if defined is None else defined)
     plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
     plan["model"].update(source_keys(inputs))
     revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))

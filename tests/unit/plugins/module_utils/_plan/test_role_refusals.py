@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible.parsing.vault import EncryptedString
 
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VLLM_LOOPBACK_HOSTS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    VLLM_LOOPBACK_HOSTS,
+    defined_names,
+    key_left_empty,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
 ROOT = Path(__file__).resolve().parents[5]
@@ -32,26 +37,39 @@ def test_the_plan_and_the_vllm_role_share_the_loopback_addresses():
     assert tuple(role_vars["_vllm_loopback_hosts"]) == VLLM_LOOPBACK_HOSTS
 
 
+# The key's raw (untemplated) inventory value: MISSING leaves it undefined; a vaulted value is never decrypted.
+MISSING = object()
+VAULTED = EncryptedString(ciphertext="$ANSIBLE_VAULT;1.1;AES256\n6162\n")
+
+
 @pytest.mark.parametrize(
     "host, key, refused",
     [
-        ("0.0.0.0", False, True),
-        ("192.168.1.20", False, True),
-        ("0.0.0.0", True, False),
-        ("127.0.0.1", False, False),
-        ("localhost", False, False),
-        (None, False, False),
+        ("0.0.0.0", MISSING, True),
+        ("192.168.1.20", MISSING, True),
+        ("0.0.0.0", "", True),
+        ("0.0.0.0", None, True),
+        ("0.0.0.0", "sk-0123456789abcdef", False),
+        ("0.0.0.0", "{{ vault_vllm_api_key }}", False),
+        ("0.0.0.0", VAULTED, False),
+        ("127.0.0.1", MISSING, False),
+        ("127.0.0.1", "", False),
+        ("localhost", MISSING, False),
+        (None, MISSING, False),
     ],
 )
 def test_vllm_beyond_loopback_needs_a_key(host, key, refused):
+    """As plan_fleet reads it: the names the host defines, a key left empty ("" or no value) not among them."""
     variables = dict(VARIABLES, vllm_host=host)
-    defined = list(variables) + (["vllm_api_key"] if key else [])
+    raw = dict(variables) if key is MISSING else dict(variables, vllm_api_key=key)
+    defined = defined_names(raw, raw)
     plan = build_plan(variables, HARDWARE, defined=defined)
     errors = [c for c in plan["checks"] if c["id"] == "vllm-api-key-required"]
     assert bool(errors) == refused
     if refused:
         assert errors[0]["severity"] == "error"
         assert "vllm_api_key" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
+        assert "empty vllm_api_key is no key" in errors[0]["message"]
         # The service contract carries it: the engine role refuses to start while it is there.
         assert any(e.startswith("vllm-api-key-required:") for e in plan["service"]["errors"])
 
@@ -86,3 +104,12 @@ def test_vllm_beyond_loopback_needs_allow_remote(host, allow, refused):
         assert errors[0]["severity"] == "error"
         assert "vllm_allow_remote: true" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
         assert any(e.startswith("vllm-allow-remote-required:") for e in plan["service"]["errors"])
+
+
+def test_a_vaulted_or_templated_key_is_not_read():
+    """Only None and "" leave a key empty; a vaulted value is not decrypted (it could not be here: no vault
+    secret is loaded, so reading it would raise) and a template is not rendered."""
+    assert key_left_empty(None) and key_left_empty("")
+    assert not key_left_empty(VAULTED)
+    assert not key_left_empty("{{ vault_vllm_api_key }}")
+    assert not key_left_empty("sk-0123456789abcdef")
