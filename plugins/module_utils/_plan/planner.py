@@ -31,6 +31,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source im
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
+from ansible_collections.inferops.llm.plugins.module_utils._plan.suggestions import verify_suggestions, with_values
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
@@ -56,30 +57,23 @@ def build_plan(
     left empty (inputs.defined_names); None: the names of ``variables``.
     models: the run's ModelResolver (the controller's Hugging Face cache and Hub, _model/hub.py); without one the
     model comes from inferops_model.config / config_file or the catalogue only.
+    Every value a finding suggests is verified by planning the host again with it (_plan/suggestions.py).
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
     """
-    inputs = validate_inputs(variables, defined)
-    source_findings = resolve_model_source(inputs, models)
-    if inputs.engine == "vllm" and inputs.device == "cpu":
-        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured, _host_cpu_cores(hardware))
-    else:
-        gear = normalize_hardware(hardware)
-        engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
-        plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
-    unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
-    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
-        unknown += vllm_key_findings(variables, defined_names(variables, variables) if defined is None else defined)
-    plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
-    plan["model"].update(source_keys(inputs))
-    revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
-    if revision:
-        plan["checks"].insert(0, revision)
-    plan["host"] = host
+
+    def draft(values: Mapping[str, Any]) -> Dict[str, Any]:
+        names = None if defined is None else [*defined, *(str(name).split(".")[0] for name in values)]
+        return _draft_plan(with_values(variables, values), hardware, measured, cluster, cluster_findings, names, models)
+
+    plan = draft({})
+    plan["checks"] = verify_suggestions(plan["checks"], lambda values: draft(values)["checks"])
     unique: List[Dict[str, str]] = []
-    for finding in plan["checks"]:
-        if finding not in unique:
-            unique.append(finding)
-    plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
+    for item in plan["checks"]:
+        entry = Finding.from_mapping(item).to_plan()
+        if entry not in unique:
+            unique.append(entry)
+    plan["checks"] = unique
+    plan["host"] = host
     if plan["engine"] == "vllm":
         plan["start"] = start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
     plan["service"] = service_section(plan)
@@ -104,6 +98,35 @@ def build_plan(
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)
     )
     return {key: plan[key] for key in order if key in plan}
+
+
+def _draft_plan(
+    variables: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    measured: Optional[Mapping[str, Any]],
+    cluster: Optional[ClusterContext],
+    cluster_findings: Sequence[Mapping[str, str]],
+    defined: Optional[Sequence[str]],
+    models: Optional[ModelResolver],
+) -> Dict[str, Any]:
+    """The engine's plan with every check, each finding with its suggestion still to verify (build_plan)."""
+    inputs = validate_inputs(variables, defined)
+    source_findings = resolve_model_source(inputs, models)
+    if inputs.engine == "vllm" and inputs.device == "cpu":
+        plan = vllm_cpu_plan(inputs, _host_memory_mib(hardware), measured, _host_cpu_cores(hardware))
+    else:
+        gear = normalize_hardware(hardware)
+        engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
+        plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
+    unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
+    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
+        unknown += vllm_key_findings(variables, defined_names(variables, variables) if defined is None else defined)
+    plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
+    plan["model"].update(source_keys(inputs))
+    revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
+    if revision:
+        plan["checks"].insert(0, revision)
+    return plan
 
 
 def _host_cpu_cores(hardware: Mapping[str, Any]) -> Optional[int]:
