@@ -112,6 +112,8 @@ def _member(host: str, hostvars: t.Any) -> tuple[Member, t.Any]:
     memory = _plain(host_vars["inferops_host_memory_mib"]) if "inferops_host_memory_mib" in host_vars else None
     hardware["memory_mib"] = memory or facts.get("memtotal_mb")
     # Physical cores (processor_cores is per socket): the compute roof of a vLLM CPU plan's speed.
+    if facts.get("architecture"):  # gathered: the ollama role's archive (x86_64, aarch64)
+        hardware["architecture"] = str(facts["architecture"])
     cores, sockets = facts.get("processor_cores"), facts.get("processor_count")
     if isinstance(cores, int) and isinstance(sockets, int) and cores > 0 and sockets > 0:
         hardware["cpu_cores"] = cores * sockets

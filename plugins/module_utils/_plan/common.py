@@ -235,8 +235,10 @@ def plan_findings(
             message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
         severity = item.get("severity") or "error"
         entry: Dict[str, Any] = finding(str(item.get("id") or default_id), str(severity), message)
+        # For the verification by a re-plan (_plan/suggestions.py); the plan's checks keep the message only.
+        if variable:
+            entry["variable"] = str(variable)
         if variable and suggested not in (None, "", []):
-            # For the verification by a re-plan (_plan/suggestions.py); the plan's checks keep the message only.
             entry["suggestion"] = {"variable": str(variable), "value": suggested, "message": bare}
         result.append(entry)
     return result

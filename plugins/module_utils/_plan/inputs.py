@@ -65,8 +65,9 @@ VLLM_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
 # The keys whose presence the plan checks, never their value. Set to nothing (``vllm_api_key: ""`` or no value)
-# a key is no key, as for the roles (``vllm_api_key | length > 0``), so such a name does not count as defined.
-KEY_VARIABLES = ("vllm_api_key",)
+# a key is no key, as for the roles (``vllm_api_key | length > 0``, ``ray_auth_token | length > 0``), so such
+# a name does not count as defined.
+KEY_VARIABLES = ("vllm_api_key", "ray_auth_token")
 
 
 def key_left_empty(raw: Any) -> bool:
@@ -223,8 +224,19 @@ _EXTRA_VARS = {
         "vllm_cpu_kvcache_space",
         "vllm_host",  # the vllm role's listen address: checked here so that the role does not refuse it later
         "vllm_allow_remote",  # read with vllm_host: the vllm role refuses a non-loopback address without it
+        # On a node of a Ray cluster, what the ray role and vLLM's workers need (_plan/refusals.py).
+        "ray_allow_no_auth",
+        "ray_extra_requirements",
     ),
-    "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
+    # ollama_checksums / ollama_arch: whether the ollama role knows the release's sha256 (_plan/refusals.py).
+    "ollama": (
+        "ollama_gpus",
+        "ollama_host",
+        "ollama_port",
+        "ollama_environment_extra",
+        "ollama_checksums",
+        "ollama_arch",
+    ),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
 ENVIRONMENT_VAR = {"vllm": "vllm_environment", "ollama": "ollama_environment_extra"}

@@ -19,7 +19,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.findings import
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
-from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, revision_check
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
+    normalize_hardware,
+    plan_findings,
+    revision_check,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     _number,
     defined_names,
@@ -29,6 +33,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import ollama_checksum_findings, ray_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
 from ansible_collections.inferops.llm.plugins.module_utils._plan.suggestions import verify_suggestions, with_values
@@ -119,8 +124,14 @@ def _draft_plan(
         engine_plan = ollama_plan(inputs, gear) if inputs.engine == "ollama" else None
         plan = engine_plan or vllm_plan(inputs, gear, measured, cluster)
     unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
-    if inputs.engine == "vllm":  # what the vllm role would refuse after the driver and the download
-        unknown += vllm_key_findings(variables, defined_names(variables, variables) if defined is None else defined)
+    # What the roles would refuse after the driver and the download (inputs.vllm_key_findings, _plan/refusals.py).
+    names = defined_names(variables, variables) if defined is None else defined
+    if inputs.engine == "vllm":
+        unknown += vllm_key_findings(variables, names)
+        if cluster is not None and cluster.backend == "ray":
+            unknown += plan_findings(ray_findings(variables, names, inputs.engine_version))
+    else:
+        unknown += plan_findings(ollama_checksum_findings(variables, hardware.get("architecture")))
     plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
     plan["model"].update(source_keys(inputs))
     revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 from ansible.parsing.vault import EncryptedString
 
+from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     VLLM_LOOPBACK_HOSTS,
     defined_names,
     key_left_empty,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+from .test_cluster import node
 
 ROOT = Path(__file__).resolve().parents[5]
 VARIABLES = {
@@ -113,3 +117,45 @@ def test_a_vaulted_or_templated_key_is_not_read():
     assert not key_left_empty(VAULTED)
     assert not key_left_empty("{{ vault_vllm_api_key }}")
     assert not key_left_empty("sk-0123456789abcdef")
+
+
+# A node of a Ray cluster (test_cluster.node): what the ray role and vLLM's workers need, each case the node's
+# changes (None removes the variable), and the variable the error names (None: no error).
+RAY_CASES = {
+    "met": ({}, None),
+    "no token": ({"ray_auth_token": None}, "ray_auth_token"),
+    "empty token": ({"ray_auth_token": ""}, "ray_auth_token"),
+    "no token, auth off on purpose": ({"ray_auth_token": None, "ray_allow_no_auth": True}, None),
+    "templated token": ({"ray_auth_token": "{{ vault_ray_auth_token }}"}, None),
+    "no requirements": ({"ray_extra_requirements": None}, "ray_extra_requirements"),
+    "another vllm": ({"ray_extra_requirements": ["vllm==0.32.0"]}, "ray_extra_requirements"),
+    "pin among others": ({"ray_extra_requirements": ["numpy<2", "vllm == 0.33.0"]}, None),
+}
+
+
+@pytest.mark.parametrize("changes, named", RAY_CASES.values(), ids=RAY_CASES.keys())
+def test_a_ray_cluster_needs_its_requirements(changes, named):
+    members = []
+    for host, address in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12")):
+        member = node(host, address)
+        variables = {k: v for k, v in {**member.variables, **changes}.items() if v is not None}
+        members.append(replace(member, variables=variables))
+    for entry in plan_fleet(members).values():
+        errors = [c for c in entry["plan"]["checks"] if c["severity"] == "error"]
+        if named is None:
+            assert not errors, errors
+            continue
+        (error,) = errors
+        assert error["id"] == "ray-requirements" and error["message"].startswith(named), error
+        if named == "ray_extra_requirements":
+            assert 'a value that passes: ray_extra_requirements: ["vllm==0.33.0"' in error["message"], error
+        else:
+            assert "ray_allow_no_auth: true" in error["message"], error
+        assert any(e.startswith("ray-requirements:") for e in entry["plan"]["service"]["errors"])
+
+
+def test_an_mp_cluster_needs_no_ray():
+    members = [node(h, a, inferops_cluster_backend="mp") for h, a in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12"))]
+    members = [replace(m, variables={k: v for k, v in m.variables.items() if k[:4] != "ray_"}) for m in members]
+    for entry in plan_fleet(members).values():
+        assert not [c for c in entry["plan"]["checks"] if c["id"] == "ray-requirements"]
