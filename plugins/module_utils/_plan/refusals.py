@@ -57,9 +57,10 @@ def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optiona
 
 
 def ray_findings(variables: Mapping[str, Any], defined: Iterable[str], engine_version: str) -> List[Dict[str, Any]]:
-    """For a node of a Ray cluster: the ray role's refusal of a cluster without token authentication, and the
-    vLLM that Ray's environment must hold (vLLM's workers run with the Python of ``ray start``, docs/multi-node.md),
-    else vLLM's start fails on every node after everything is installed."""
+    """For a node of a Ray cluster: the ray role's refusal of a cluster without token authentication (an error),
+    and the vLLM that Ray's environment must hold (vLLM's workers run with the Python of ``ray start``,
+    docs/multi-node.md), else vLLM's start fails on every node after everything is installed (a warning: the
+    ray role itself runs a Ray cluster without it)."""
     found = []
     allowed = str(variables.get("ray_allow_no_auth", False)).lower() in _TRUE
     if "ray_auth_token" not in set(defined) and not allowed:
@@ -84,12 +85,14 @@ def ray_findings(variables: Mapping[str, Any], defined: Iterable[str], engine_ve
             else [pin]
         )
         found.append(
+            # A warning: the ray role installs and starts Ray without vLLM (the ray_cluster scenario runs it so);
+            # vLLM's own start is what fails.
             finding_entry(
                 "ray-requirements",
-                "error",
+                "warning",
                 f"ray_extra_requirements does not hold {pin}: vLLM's Ray backend runs its workers in the Ray "
-                "nodes' processes, with the Python of ray start, so the Ray environment needs the pinned vLLM "
-                "or the start fails on every node once everything is installed",
+                "nodes' processes, with the Python of ray start, so without the pinned vLLM in the Ray environment "
+                "vLLM's start fails on every node, once the driver, the model and Ray are installed",
                 "ray_extra_requirements",
                 wanted,
             )
