@@ -37,6 +37,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     defined_names,
     input_names,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import plan_svg
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
     render_console,
     render_markdown,
@@ -176,10 +177,12 @@ class ActionModule(ActionBase):
         if args["write_reports"] and plans:
             dest = os.path.realpath(args["dest"])
             os.makedirs(dest, exist_ok=True)
+            topologies = {member.host: member.hardware.get("topology") for member in members}
             for host, plan in plans.items():
                 for path, content in (
                     (os.path.join(dest, f"{host}.json"), json.dumps(plan, indent=2) + "\n"),
                     (os.path.join(dest, f"{host}.md"), render_markdown(plan)),
+                    (os.path.join(dest, f"{host}.svg"), plan_svg(plan, topologies.get(host))),
                 ):
                     if write_if_changed(path, content, mode):
                         written.append(path)
