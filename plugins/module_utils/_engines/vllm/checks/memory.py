@@ -61,6 +61,24 @@ def _utilization_for(budget: Mapping[str, Any], extra_bytes: int = 0) -> Optiona
     return math.ceil((int(requested) + extra_bytes) / int(total) * 100) / 100.0
 
 
+def gpus_needed(budget: Mapping[str, Any], gpus: int) -> str:
+    """What else must change when the weights alone outgrow ``gpus`` GPUs of this size: about how many such GPUs
+    they need at this gpu_memory_utilization and overhead, and the ways to get there; "" when they fit."""
+    total = int(budget.get("weights_total_bytes") or 0)
+    usable = int(budget.get("requested_bytes") or 0) - int(budget.get("overhead_bytes") or 0)
+    if not total or gpus < 1 or (usable > 0 and total <= usable * gpus):
+        return ""
+    if usable <= 0:
+        return ". The non-KV overhead alone takes what gpu_memory_utilization gives one GPU: a GPU with more memory"
+    needed = math.ceil(total / usable)
+    hosts = math.ceil(needed / gpus)
+    return (
+        f". The weights alone ({total / 2**30:.1f} GiB) need about {needed} GPUs of this size at this "
+        f"gpu_memory_utilization, this host has {gpus}: a multi-host deployment (inferops_cluster on {hosts} hosts "
+        "like this one, docs/multi-node.md), GPUs with more memory, or a smaller (quantized) checkpoint"
+    )
+
+
 def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
     findings = []
     if layout and layout.get("fits") is False:
@@ -69,7 +87,8 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
                 "memory-fit",
                 "error",
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
-                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}",
+                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}"
+                + gpus_needed(budget, len(layout.get("gpus") or [])),
                 "vllm_max_model_len",
                 longest_fitting_len(budget),
             )

@@ -194,3 +194,22 @@ def test_the_property_sees_suggestions():
             offered += len(printed_suggestions(check["message"]))
             withheld += "(no value that passes: " in check["message"]
     assert offered >= 10 and withheld >= 5, (offered, withheld)
+
+
+def test_a_model_too_large_for_the_host_says_what_else_must_change():
+    """No value of one variable fits DeepSeek-V3 on four RTX 4090: the finding says how many GPUs of this size
+    the weights need and how many hosts like this one a multi-host deployment takes."""
+    gpu = {"name": "NVIDIA GeForce RTX 4090", "memory_mib": 24564, "compute_capability": "8.9"}
+    variables = {
+        "inferops_engine": "vllm",
+        "vllm_version": "0.33.0",
+        "inferops_model": {"repo": "deepseek-ai/DeepSeek-V3", "revision": COMMIT},
+        "vllm_max_model_len": 32768,
+    }
+    hardware = {"gpus": [dict(gpu, index=i) for i in range(4)], "topology": {}, "driver": DRIVER}
+    messages = [c["message"] for c in build_plan(variables, hardware)["checks"] if c["id"] == "memory-fit"]
+    (hint,) = [m for m in messages if "does not fit on 4 GPU(s)" in m]
+    needed = int(re.search(r"need about (\d+) GPUs of this size", hint).group(1))
+    hosts = int(re.search(r"inferops_cluster on (\d+) hosts like this one", hint).group(1))
+    assert needed > 24 and hosts == -(-needed // 4), hint  # 671B parameters in FP8 over 24 GB cards
+    assert "quantized" in hint
