@@ -162,9 +162,10 @@ def check_max_num_seqs(
             finding_entry(
                 "max-num-seqs",
                 "error",
-                f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed",
+                f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed"
+                + ("" if int(blocks) > 0 else "; with no KV cache block at all no max_num_seqs helps (memory-fit)"),
                 "vllm_max_num_seqs",
-                int(blocks),
+                int(blocks) if int(blocks) > 0 else None,
             )
         )
         return findings
