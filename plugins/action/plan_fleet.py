@@ -31,7 +31,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     plan_fleet_gateway,
     render_gateway_table,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VARIABLE_NAME_PATTERN, input_names
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    KEY_VARIABLES,
+    VARIABLE_NAME_PATTERN,
+    defined_names,
+    input_names,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import plan_svg
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import (
     render_console,
     render_markdown,
@@ -54,7 +60,7 @@ ARGUMENT_SPEC = {
 
 
 def _gateway(
-    gateway: str, hostvars: t.Any, plans: dict[str, t.Any], given: dict[str, t.Any]
+    gateway: str, hostvars: t.Any, plans: dict[str, t.Any], given: dict[str, t.Any], defined: dict[str, list[str]]
 ) -> tuple[dict[str, t.Any] | None, list[str]]:
     """The gateway's plan over the planned hosts (routes, profiles, checks), or the input errors."""
     engine_hosts, keyed = {}, []
@@ -62,7 +68,7 @@ def _gateway(
         host_vars = hostvars[host]
         engine_hosts[host] = {name: _plain(host_vars[name]) for name in ENDPOINT_VARIABLES if name in host_vars}
         # Whether a key is set, never its value (it stays in the vault until the gateway role runs).
-        if "vllm_api_key" in host_vars and plans[host].get("engine") == "vllm":
+        if "vllm_api_key" in defined.get(host, ()) and plans[host].get("engine") == "vllm":
             keyed.append(host)
     gateway_vars = hostvars[gateway]
     variables = {}
@@ -77,12 +83,17 @@ def _gateway(
         return None, exc.errors
 
 
-def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
+def _member(host: str, hostvars: t.Any) -> tuple[Member, t.Any]:
     """The host as the planner sees it, reading only the planning variables and facts."""
+    host_vars = hostvars[host]
     # Names only (iterating hostvars templates nothing): every name with a collection prefix (inferops_,
     # vllm_, ray_, gateway_, ...) for the unknown-variable check, and the values of the planning inputs
-    # alone (secrets are never templated).
+    # alone (secrets are never templated). A key (vllm_api_key) left empty is no key: read untemplated
+    # (raw_get), so that a vaulted key is not decrypted.
     defined = [str(name) for name in host_vars if _PREFIX_RE.fullmatch(str(name))]
+    if any(name in KEY_VARIABLES for name in defined):
+        raw_get = getattr(hostvars, "raw_get", None)
+        defined = defined_names(defined, raw_get(host) if raw_get else host_vars)
     names = [name for name in input_names() if name in defined]
     variables = {name: _plain(host_vars[name]) for name in names}
     facts = _plain(host_vars["ansible_facts"]) if "ansible_facts" in host_vars else {}
@@ -102,6 +113,8 @@ def _member(host: str, host_vars: t.Any) -> tuple[Member, t.Any]:
     memory = _plain(host_vars["inferops_host_memory_mib"]) if "inferops_host_memory_mib" in host_vars else None
     hardware["memory_mib"] = memory or facts.get("memtotal_mb")
     # Physical cores (processor_cores is per socket): the compute roof of a vLLM CPU plan's speed.
+    if facts.get("architecture"):  # gathered: the ollama role's archive (x86_64, aarch64)
+        hardware["architecture"] = str(facts["architecture"])
     cores, sockets = facts.get("processor_cores"), facts.get("processor_count")
     if isinstance(cores, int) and isinstance(sockets, int) and cores > 0 and sockets > 0:
         hardware["cpu_cores"] = cores * sockets
@@ -141,7 +154,7 @@ class ActionModule(ActionBase):
                 continue  # the gateway's own host, without an engine
             if "/" in host or host.startswith("."):
                 raise AnsibleActionFail(f"plan_fleet: {host!r} cannot name a report file")
-            member, fact = _member(host, hostvars[host])
+            member, fact = _member(host, hostvars)
             members.append(member)
             if fact:
                 measured[host] = _plain(fact)
@@ -151,7 +164,8 @@ class ActionModule(ActionBase):
         planned = plan_fleet(members, measured, models)
         plans = {host: entry["plan"] for host, entry in planned.items() if "plan" in entry}
         input_errors = {host: entry["errors"] for host, entry in planned.items() if "errors" in entry}
-        gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans, args) if gateway else (None, [])
+        defined = {member.host: list(member.defined or ()) for member in members}
+        gateway_plan, gateway_errors = _gateway(gateway, hostvars, plans, args, defined) if gateway else (None, [])
         if gateway_errors:
             input_errors[f"{gateway} (gateway)"] = gateway_errors
         written: list[str] = []
@@ -163,10 +177,12 @@ class ActionModule(ActionBase):
         if args["write_reports"] and plans:
             dest = os.path.realpath(args["dest"])
             os.makedirs(dest, exist_ok=True)
+            topologies = {member.host: member.hardware.get("topology") for member in members}
             for host, plan in plans.items():
                 for path, content in (
                     (os.path.join(dest, f"{host}.json"), json.dumps(plan, indent=2) + "\n"),
                     (os.path.join(dest, f"{host}.md"), render_markdown(plan)),
+                    (os.path.join(dest, f"{host}.svg"), plan_svg(plan, topologies.get(host))),
                 ):
                     if write_if_changed(path, content, mode):
                         written.append(path)

@@ -13,7 +13,8 @@ short_description: Plan every host of a play in one task on the controller
 version_added: 0.1.0
 description:
   - Computes the plan of every host in O(hosts) (see docs/plan.md) in one task, writes
-    C(<dest>/<host>.json) and C(<dest>/<host>.md), and returns the plans, the table and the errors.
+    C(<dest>/<host>.json), C(<dest>/<host>.md) and C(<dest>/<host>.svg) (memory per GPU and the layout on
+    the topology, linked from the Markdown report), and returns the plans, the table and the errors.
   - Reads, per host, only the variables the plan knows (secrets such as C(vllm_api_key) are never read),
     the declared hardware (C(inferops_gpus), C(inferops_gpu_topology_text), C(inferops_gpu_driver)) or the
     facts M(inferops.llm.gpu_facts) gathered, C(inferops_host_memory_mib) or the gathered memory, and the
@@ -33,7 +34,7 @@ options:
     type: path
     required: true
   write_reports:
-    description: Write the JSON and Markdown reports.
+    description: Write the JSON and Markdown reports and the SVG picture.
     type: bool
     default: true
   mode:

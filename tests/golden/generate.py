@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -30,6 +31,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import 
     plan_fleet_gateway,
     render_gateway_table,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VARIABLE_NAME_PATTERN  # noqa: E402
 from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_console  # noqa: E402
 
 INVENTORY = ROOT / "inventories" / "example"
@@ -80,7 +82,7 @@ def inventory_members() -> List[Member]:
                 "topology": parse_topology(variables.get("inferops_gpu_topology_text") or ""),
                 "driver": variables.get("inferops_gpu_driver") or {},
             }
-            names = [k for k in variables if k.startswith(("inferops_", "vllm_", "ollama_"))]
+            names = [k for k in variables if re.match(VARIABLE_NAME_PATTERN, k)]  # as plan_fleet reads them
             members.append(Member(host=host, variables={k: variables[k] for k in names}, hardware=hardware))
     return members
 

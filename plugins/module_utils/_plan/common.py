@@ -213,8 +213,9 @@ def finding(check_id: str, severity: str, message: str) -> Dict[str, str]:
 
 def plan_findings(
     findings: Sequence[Mapping[str, Any]], default_id: str = "tensor-parallel-divisibility"
-) -> List[Dict[str, str]]:
-    """Findings as the plan lists them: id, severity, and a message naming the variable and a passing value."""
+) -> List[Dict[str, Any]]:
+    """Findings as the plan lists them: id, severity, and a message naming the variable and a passing value;
+    with that value, ``suggestion`` ({variable, value, message without it}) for build_plan to verify it."""
     result = []
     for item in findings:
         message = str(item.get("message", ""))
@@ -225,10 +226,17 @@ def plan_findings(
         # Already named when the message has the value as a word of its own ("6" inside "576" or "64" is
         # not the value 6).
         shown = re.search(rf"(?<![\w.]){re.escape(str(suggested))}(?![\w.])", message)
+        bare = message
         if variable and suggested not in (None, "", []) and not shown:
             message += f" (a value that passes: {variable}: {json.dumps(suggested)})"
         severity = item.get("severity") or "error"
-        result.append(finding(str(item.get("id") or default_id), str(severity), message))
+        entry: Dict[str, Any] = finding(str(item.get("id") or default_id), str(severity), message)
+        # For the verification by a re-plan (_plan/suggestions.py); the plan's checks keep the message only.
+        if variable:
+            entry["variable"] = str(variable)
+        if variable and suggested not in (None, "", []):
+            entry["suggestion"] = {"variable": str(variable), "value": suggested, "message": bare}
+        result.append(entry)
     return result
 
 

@@ -16,9 +16,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_number
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
-from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, plan_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs, vllm_key_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import ollama_checksum_findings, ray_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
@@ -34,8 +35,16 @@ class EnginePlanner:
         """The engine's plan dict (the keys of docs/plan.md that the engine fills)."""
         raise NotImplementedError
 
-    def key_findings(self, variables: Mapping[str, Any], defined: Sequence[str]) -> List[Dict[str, Any]]:
-        """Findings about the host's variables that the engine's role would refuse (after the plan ran)."""
+    def key_findings(
+        self,
+        inputs: HostInputs,
+        variables: Mapping[str, Any],
+        defined: Sequence[str],
+        hardware: Mapping[str, Any],
+        cluster: Optional[ClusterContext],
+    ) -> List[Dict[str, Any]]:
+        """Findings about the host's variables that the engine's roles would refuse after the driver and the
+        download (inputs.vllm_key_findings, _plan/refusals.py)."""
         return []
 
     def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:
@@ -44,8 +53,18 @@ class EnginePlanner:
 
 
 class _VllmPlanner(EnginePlanner):
-    def key_findings(self, variables: Mapping[str, Any], defined: Sequence[str]) -> List[Dict[str, Any]]:
-        return vllm_key_findings(variables, defined)
+    def key_findings(
+        self,
+        inputs: HostInputs,
+        variables: Mapping[str, Any],
+        defined: Sequence[str],
+        hardware: Mapping[str, Any],
+        cluster: Optional[ClusterContext],
+    ) -> List[Dict[str, Any]]:
+        found = vllm_key_findings(variables, defined)
+        if cluster is not None and cluster.backend == "ray":
+            found += plan_findings(ray_findings(variables, defined, inputs.engine_version))
+        return found
 
     def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:
         return start_timeout(plan["model"]["weights_bytes"], plan["model"]["repo"], measured)
@@ -76,6 +95,16 @@ class OllamaPlanner(EnginePlanner):
         self, inputs: HostInputs, hardware: Mapping[str, Any], measured: Measured, cluster: Optional[ClusterContext]
     ) -> Dict[str, Any]:
         return ollama_plan(inputs, normalize_hardware(hardware))
+
+    def key_findings(
+        self,
+        inputs: HostInputs,
+        variables: Mapping[str, Any],
+        defined: Sequence[str],
+        hardware: Mapping[str, Any],
+        cluster: Optional[ClusterContext],
+    ) -> List[Dict[str, Any]]:
+        return plan_findings(ollama_checksum_findings(variables, hardware.get("architecture")))
 
 
 # (inputs.engine, inputs.device) -> its planner: the registry, the one place that names the engines here.

@@ -64,10 +64,28 @@ _LISTEN_IPV6_BRACKETS = {"vllm_host": False, "ollama_host": True}
 VLLM_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
+# The keys whose presence the plan checks, never their value. Set to nothing (``vllm_api_key: ""`` or no value)
+# a key is no key, as for the roles (``vllm_api_key | length > 0``, ``ray_auth_token | length > 0``), so such
+# a name does not count as defined.
+KEY_VARIABLES = ("vllm_api_key", "ray_auth_token")
+
+
+def key_left_empty(raw: Any) -> bool:
+    """Whether a key's raw (untemplated) inventory value sets it to nothing: None or "". Nothing else is read:
+    a vaulted value is not decrypted and a template not rendered, both count as a key (the role checks it)."""
+    return raw is None or (isinstance(raw, str) and raw == "")
+
+
+def defined_names(names: Iterable[str], raw: Mapping[str, Any]) -> List[str]:
+    """``names`` (the names a host defines) less the KEY_VARIABLES that ``raw`` (the untemplated values) leaves
+    empty (key_left_empty)."""
+    return [str(name) for name in names if not (name in KEY_VARIABLES and key_left_empty(raw.get(name)))]
+
+
 def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> List[Dict[str, Any]]:
     """The errors the vllm role's preflight would raise after the driver and the download, for a vllm_host that
     is not loopback: without vllm_api_key, and without vllm_allow_remote (vLLM checks the key on /v1 only).
-    ``defined``: the names the host defines (the key's value is never read)."""
+    ``defined``: the names the host defines, a key left empty excluded (defined_names; its value is never read)."""
     host = variables.get("vllm_host")
     if _is_unset(host) or str(host) in VLLM_LOOPBACK_HOSTS:
         return []
@@ -77,8 +95,10 @@ def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> L
             finding_entry(
                 "vllm-api-key-required",
                 "error",
-                f"vllm_host is {host}, which is not loopback: the vllm role refuses to serve it without a key. Set "
-                "vllm_api_key (in Ansible Vault) so that the server requires it, or vllm_host: 127.0.0.1",
+                f"vllm_host is {host}, which is not loopback: the vllm role refuses to serve it without a key, and an "
+                "empty vllm_api_key is no key. Set vllm_api_key to a key (in Ansible Vault; printable ASCII without "
+                "spaces, quotes or backslashes, e.g. the output of openssl rand -hex 32) so that the server requires "
+                "it, or vllm_host: 127.0.0.1",
                 "vllm_api_key",
             )
         )
@@ -204,8 +224,19 @@ _EXTRA_VARS = {
         "vllm_cpu_kvcache_space",
         "vllm_host",  # the vllm role's listen address: checked here so that the role does not refuse it later
         "vllm_allow_remote",  # read with vllm_host: the vllm role refuses a non-loopback address without it
+        # On a node of a Ray cluster, what the ray role and vLLM's workers need (_plan/refusals.py).
+        "ray_allow_no_auth",
+        "ray_extra_requirements",
     ),
-    "ollama": ("ollama_gpus", "ollama_host", "ollama_port", "ollama_environment_extra"),
+    # ollama_checksums / ollama_arch: whether the ollama role knows the release's sha256 (_plan/refusals.py).
+    "ollama": (
+        "ollama_gpus",
+        "ollama_host",
+        "ollama_port",
+        "ollama_environment_extra",
+        "ollama_checksums",
+        "ollama_arch",
+    ),
 }
 # The variable holding extra service environment, per engine (the engine roles' names).
 ENVIRONMENT_VAR = {"vllm": "vllm_environment", "ollama": "ollama_environment_extra"}

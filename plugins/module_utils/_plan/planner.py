@@ -14,18 +14,19 @@ so secrets such as ``vllm_api_key`` or an HF token never enter the plan).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import revision_check
-from ansible_collections.inferops.llm.plugins.module_utils._plan.engines import planner_for
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import validate_inputs
+from ansible_collections.inferops.llm.plugins.module_utils._plan.engines import EnginePlanner, planner_for
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import defined_names, validate_inputs
 from ansible_collections.inferops.llm.plugins.module_utils._plan.metrics import measured_applies
 from ansible_collections.inferops.llm.plugins.module_utils._plan.model_source import resolve_model_source, source_keys
 from ansible_collections.inferops.llm.plugins.module_utils._plan.service import service_section
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import with_measured_speed
+from ansible_collections.inferops.llm.plugins.module_utils._plan.suggestions import verify_suggestions, with_values
 
 
 def build_plan(
@@ -43,29 +44,27 @@ def build_plan(
     variables: the host's variables (see input_names()); hardware: ``{"gpus": [...], "topology": {...},
     "driver": {...}}`` as gpu_facts returns them or as declared in inventory (topology parsed);
     measured: the vLLM role's local fact from a previous start (ansible_local.inferops_vllm), if any.
-    defined: every vllm_/ollama_/inferops_ name the host defines (names only), for unknown names.
+    defined: every name with a collection prefix the host defines (names only), for unknown names, less a key
+    left empty (inputs.defined_names); None: the names of ``variables``.
     models: the run's ModelResolver (the controller's Hugging Face cache and Hub, _model/hub.py); without one the
     model comes from inferops_model.config / config_file or the catalogue only.
+    Every value a finding suggests is verified by planning the host again with it (_plan/suggestions.py).
     Raises PlanInputError (each message names its variable) for inputs that cannot be planned.
     """
-    inputs = validate_inputs(variables, defined)
-    source_findings = resolve_model_source(inputs, models)
-    engine = planner_for(inputs)
-    plan = engine.plan(inputs, hardware, measured, cluster)
-    unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
-    # what the engine's role would refuse after the driver and the download
-    unknown += engine.key_findings(variables, list(variables) if defined is None else defined)
-    plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
-    plan["model"].update(source_keys(inputs))
-    revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
-    if revision:
-        plan["checks"].insert(0, revision)
-    plan["host"] = host
+
+    def draft(values: Mapping[str, Any]) -> Tuple[Dict[str, Any], EnginePlanner]:
+        names = None if defined is None else [*defined, *(str(name).split(".")[0] for name in values)]
+        return _draft_plan(with_values(variables, values), hardware, measured, cluster, cluster_findings, names, models)
+
+    plan, engine = draft({})
+    plan["checks"] = verify_suggestions(plan["checks"], lambda values: draft(values)[0]["checks"])
     unique: List[Dict[str, str]] = []
-    for finding in plan["checks"]:
-        if finding not in unique:
-            unique.append(finding)
-    plan["checks"] = [Finding.from_mapping(item).to_plan() for item in unique]
+    for item in plan["checks"]:
+        entry = Finding.from_mapping(item).to_plan()
+        if entry not in unique:
+            unique.append(entry)
+    plan["checks"] = unique
+    plan["host"] = host
     start = engine.start(plan, measured)
     if start is not None:
         plan["start"] = start
@@ -91,3 +90,29 @@ def build_plan(
         "cluster",  # only on the nodes of a multi-host deployment (inferops_cluster)
     )
     return {key: plan[key] for key in order if key in plan}
+
+
+def _draft_plan(
+    variables: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    measured: Optional[Mapping[str, Any]],
+    cluster: Optional[ClusterContext],
+    cluster_findings: Sequence[Mapping[str, str]],
+    defined: Optional[Sequence[str]],
+    models: Optional[ModelResolver],
+) -> Tuple[Dict[str, Any], EnginePlanner]:
+    """The engine's plan with every check, each finding with its suggestion still to verify (build_plan), and
+    the engine's planner."""
+    inputs = validate_inputs(variables, defined)
+    source_findings = resolve_model_source(inputs, models)
+    engine = planner_for(inputs)
+    plan = engine.plan(inputs, hardware, measured, cluster)
+    unknown = [finding_entry("unknown-variable", "warning", message) for message in inputs.warnings]
+    names = defined_names(variables, variables) if defined is None else defined
+    unknown += engine.key_findings(inputs, variables, names, hardware, cluster)
+    plan["checks"] = unknown + source_findings + [dict(f) for f in cluster_findings] + plan["checks"]
+    plan["model"].update(source_keys(inputs))
+    revision = revision_check(inputs.model, (inputs.model_source or {}).get("commit"))
+    if revision:
+        plan["checks"].insert(0, revision)
+    return plan, engine

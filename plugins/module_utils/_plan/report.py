@@ -208,6 +208,8 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
         f"`{model.get('revision')}`: {verdict} (errors: {counts['error']}, warnings: {counts['warning']}, "
         f"notes: {counts['info']}).",
         "",
+        f"![memory per GPU and the layout on the topology]({plan.get('host')}.svg)",
+        "",
         "## Model",
         "",
     ]

@@ -61,3 +61,17 @@ def first_release_with(architecture: str) -> Optional[Release]:
 def release_sha256(version: str) -> Dict[str, str]:
     """sha256 of the release archives of exactly this version, by Go architecture."""
     return dict(RELEASES.get(str(version), {}).get("sha256", {}))
+
+
+def nearest_release_with_sha256(version: str, arch: str) -> Optional[str]:
+    """The planned release with a recorded sha256 for ``arch`` (Go architecture) nearest to ``version``: the
+    first at or after it in the same minor series, else the newest before it there, else the newest overall."""
+    candidates = [(n, t) for n, t in _ORDERED if RELEASES[t]["planned"] and RELEASES[t].get("sha256", {}).get(arch)]
+    wanted = _number(str(version))
+    series = [(n, t) for n, t in candidates if n[:2] == wanted[:2]]
+    later = [t for n, t in series if n >= wanted]
+    if later:
+        return later[0]
+    if series:
+        return series[-1][1]
+    return candidates[-1][1] if candidates else None

@@ -35,6 +35,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     prefix_caching_on,
     suggested_batched_tokens,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import state_seqs_limit
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import first_available
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     FAMILIES,
@@ -439,10 +440,9 @@ def refine_with_budget(
         default_seqs = defaults["max_num_seqs"]
         fit, why = default_seqs, f"vLLM default for {_device_class(ctx)} ({default_seqs})"
         blocks = figures.get("num_blocks")
-        groups = (figures.get("layout") or {}).get("groups") or []
-        state = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
-        if hybrid and blocks and state and fit * state * 2 > int(blocks):
-            fit = max(1, int(blocks) // (2 * state))
+        limit = state_seqs_limit(figures) if hybrid else None
+        if limit is not None and fit * limit[1] * 2 > int(blocks):
+            fit, state = limit
             why = (
                 f"each sequence pins {state} of the {blocks} KV cache blocks for its recurrent state, whatever its"
                 f" length: {fit} sequences leave half of them for attention tokens"

@@ -24,7 +24,7 @@ HF_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 VARIABLES = {
     "inferops_engine": "ollama",
-    "ollama_version": "0.30.0",
+    "ollama_version": "0.30.4",
     "inferops_model": {
         "repo": "unsloth/Qwen3.5-35B-A3B-GGUF",
         "revision": "main",

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
@@ -60,6 +60,24 @@ def _utilization_for(budget: Mapping[str, Any], extra_bytes: int = 0) -> Optiona
     return math.ceil((int(requested) + extra_bytes) / int(total) * 100) / 100.0
 
 
+def gpus_needed(budget: Mapping[str, Any], gpus: int) -> str:
+    """What else must change when the weights alone outgrow ``gpus`` GPUs of this size: about how many such GPUs
+    they need at this gpu_memory_utilization and overhead, and the ways to get there; "" when they fit."""
+    total = int(budget.get("weights_total_bytes") or 0)
+    usable = int(budget.get("requested_bytes") or 0) - int(budget.get("overhead_bytes") or 0)
+    if not total or gpus < 1 or (usable > 0 and total <= usable * gpus):
+        return ""
+    if usable <= 0:
+        return ". The non-KV overhead alone takes what gpu_memory_utilization gives one GPU: a GPU with more memory"
+    needed = math.ceil(total / usable)
+    hosts = math.ceil(needed / gpus)
+    return (
+        f". The weights alone ({total / 2**30:.1f} GiB) need about {needed} GPUs of this size at this "
+        f"gpu_memory_utilization, this host has {gpus}: a multi-host deployment (inferops_cluster on {hosts} hosts "
+        "like this one, docs/multi-node.md), GPUs with more memory, or a smaller (quantized) checkpoint"
+    )
+
+
 def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
     findings = []
     if layout and layout.get("fits") is False:
@@ -68,7 +86,8 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
                 "memory-fit",
                 "error",
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
-                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}",
+                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}"
+                + gpus_needed(budget, len(layout.get("gpus") or [])),
                 "vllm_max_model_len",
                 longest_fitting_len(budget),
             )
@@ -102,6 +121,20 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
     return findings
 
 
+def state_seqs_limit(budget: Mapping[str, Any]) -> Optional[Tuple[int, int]]:
+    """For a hybrid model: (the most running sequences whose recurrent state leaves at least half of the KV
+    cache blocks for attention tokens, the blocks each sequence pins whatever its length); None without
+    recurrent-state blocks. Fewer sequences also shrink vLLM's sampler warm-up, so the cache only grows: the
+    limit computed on this budget still holds after it is applied (for the one-sequence floor too, unless
+    even one sequence pins more than half)."""
+    blocks = budget.get("num_blocks")
+    groups = (budget.get("layout") or {}).get("groups") or []
+    state = sum(int(g["blocks_per_request"]) for g in groups if g["kind"] == "linear_attention")
+    if not blocks or not state:
+        return None
+    return max(1, int(blocks) // (2 * state)), state
+
+
 def check_max_num_seqs(
     vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
 ) -> List[Finding]:
@@ -128,27 +161,28 @@ def check_max_num_seqs(
             finding_entry(
                 "max-num-seqs",
                 "error",
-                f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed",
+                f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed"
+                + ("" if int(blocks) > 0 else "; with no KV cache block at all no max_num_seqs helps (memory-fit)"),
                 "vllm_max_num_seqs",
-                int(blocks),
+                int(blocks) if int(blocks) > 0 else None,
             )
         )
         return findings
-    groups = (budget.get("layout") or {}).get("groups") or []
-    state_blocks = sum(g["blocks_per_request"] for g in groups if g["kind"] == "linear_attention")
-    if hybrid and blocks and state_blocks and seqs * int(state_blocks) * 2 > int(blocks):
-        # Fewer sequences also shrink the sampler warm-up, so the KV cache only grows: the number of
-        # full-length sequences it holds is a value that passes this rule and the next one.
-        fitting = max(1, int(blocks) // (2 * int(state_blocks)))
-        if budget.get("max_concurrency") is not None:
-            fitting = max(1, min(fitting, math.floor(float(budget["max_concurrency"]))))
+    limit = state_seqs_limit(budget) if hybrid else None
+    if limit is not None and seqs * limit[1] * 2 > int(blocks):
+        # The state rule's own limit, not the number of full-length sequences: vLLM admits requests by the
+        # blocks they use, so shorter ones share the rest (the info finding below says how many full-length).
+        fitting, state_blocks = limit
         findings.append(
             finding_entry(
                 "max-num-seqs",
                 "warning",
-                f"{seqs} running sequences pin {seqs * int(state_blocks)} of the {blocks} KV cache blocks for "
+                f"{seqs} running sequences pin {seqs * state_blocks} of the {blocks} KV cache blocks for "
                 f"their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length), leaving "
-                "less than half for attention tokens: long requests get preempted and memory runs short",
+                "less than half for attention tokens: long requests get preempted and memory runs short. The "
+                "most sequences whose state leaves half of the blocks to attention tokens pass (fewer sequences "
+                "also shrink the sampler warm-up, so the cache grows); vLLM admits a request by the blocks it "
+                "uses, so shorter requests share that half",
                 "vllm_max_num_seqs",
                 fitting,
             )

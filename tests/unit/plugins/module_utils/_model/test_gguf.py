@@ -56,7 +56,7 @@ def test_the_headers_give_the_models_shape(name):
 def ollama_variables(**model) -> dict:
     return {
         "inferops_engine": "ollama",
-        "ollama_version": "0.30.0",
+        "ollama_version": "0.30.4",
         "inferops_model": {"repo": REPO, "revision": "main", "file": FILE, "base_model": "Qwen/Qwen3-8B", **model},
         "ollama_context_length": 8192,
     }

@@ -24,7 +24,7 @@ BASES = {
     },
     "ollama": {
         "inferops_engine": "ollama",
-        "ollama_version": "0.30.0",
+        "ollama_version": "0.30.4",
         "inferops_model": {
             "repo": "unsloth/Qwen3.5-35B-A3B-GGUF",
             "revision": COMMIT,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,22 @@ def test_max_num_seqs_from_the_workload(case):
     assert performance["concurrency"] <= entry["value"] * plan["layout"]["data_parallel_size"]
     if "concurrency_at_context_min" in case:
         assert performance["concurrency"] >= case["concurrency_at_context_min"], performance
-    notes = " ".join(c["message"] for c in plan["checks"] if c["id"] == "max-num-seqs")
+    notes = " ".join(c["message"] for c in plan["checks"] if c["id"] == "max-num-seqs" and c["severity"] == "info")
     for text in case.get("notes", []):
         assert text in notes, notes
     if entry["source"] == "default":
         assert "instead of vLLM's default" not in notes
+    if "warning" in case:
+        _check_state_warning(case, plan)
+
+
+def _check_state_warning(case, plan):
+    """The hybrid warning suggests the state rule's limit, explained, and the re-plan with it has no warning."""
+    (warning,) = [c for c in plan["checks"] if c["id"] == "max-num-seqs" and c["severity"] == "warning"]
+    for text in case["warning"]["says"]:
+        assert text in warning["message"], warning
+    suggested = int(re.search(r"a value that passes: vllm_max_num_seqs: (\d+)", warning["message"]).group(1))
+    assert suggested >= case["warning"]["suggested_min"], warning
+    assert suggested > int(plan["memory"]["max_concurrency"]), "capped at the full-length concurrency again"
+    again = _plan(dict(case, variables=dict(case["variables"], vllm_max_num_seqs=suggested)))
+    assert not [c for c in again["checks"] if c["id"] == "max-num-seqs" and c["severity"] != "info"], again["checks"]

@@ -33,6 +33,9 @@ def node(host, address, interface="enp65s0f0", gpus=4, **extra):
         "inferops_cluster": "lab",
         "inferops_cluster_address": address,
         "inferops_cluster_interface": interface,
+        # what the ray role and vLLM's workers need (ray-requirements, test_role_refusals.py)
+        "ray_auth_token": "not-a-secret",
+        "ray_extra_requirements": ["vllm==0.33.0"],
     }
     variables.update(extra)
     topology = {"matrix": [row[:gpus] for row in TOPO_4["matrix"][:gpus]], "p2p": None}

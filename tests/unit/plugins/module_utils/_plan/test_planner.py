@@ -62,7 +62,7 @@ MEMORY_KEYS = {
 def ollama_vars(**overrides):
     variables = {
         "inferops_engine": "ollama",
-        "ollama_version": "0.30.0",
+        "ollama_version": "0.30.4",
         "inferops_model": {
             "repo": "unsloth/Qwen3.5-35B-A3B-GGUF",
             "revision": COMMIT,
@@ -277,7 +277,7 @@ def test_ollama_plan_has_the_documented_keys_and_types():
     # "start" (the start timeout) is vLLM's: Ollama loads a model on its first request.
     assert list(plan) == [key for key in PLAN_KEYS if key != "start"]
     assert plan["host"] == "gguf-3090"
-    assert (plan["engine"], plan["engine_version"]) == ("ollama", "0.30.0")
+    assert (plan["engine"], plan["engine_version"]) == ("ollama", "0.30.4")
     assert set(plan["model"]) == MODEL_KEYS
     assert plan["model"]["weights_bytes"] == 16_589_310_180
     assert plan["model"]["weights_source"] == "inventory"
@@ -390,7 +390,7 @@ def test_markdown_and_table_show_the_plan():
     assert header.split("|")[1].strip() == "host"
     assert set(separator) <= {"|", "-"}
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
-    assert cells[:3] == ["gguf-3090", "ollama 0.30.0", f"unsloth/Qwen3.5-35B-A3B-GGUF@{COMMIT}"]
+    assert cells[:3] == ["gguf-3090", "ollama 0.30.4", f"unsloth/Qwen3.5-35B-A3B-GGUF@{COMMIT}"]
     assert cells[-1] == "0 error, 0 warning"
     assert "no plan" in failed
     assert len({len(line) for line in (header, separator, row, failed)}) == 1

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
+from ansible.parsing.vault import EncryptedString
 
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import VLLM_LOOPBACK_HOSTS
+from ansible_collections.inferops.llm.plugins.module_utils._plan.fleet import plan_fleet
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    VLLM_LOOPBACK_HOSTS,
+    defined_names,
+    key_left_empty,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+
+from .test_cluster import node
 
 ROOT = Path(__file__).resolve().parents[5]
 VARIABLES = {
@@ -32,26 +41,39 @@ def test_the_plan_and_the_vllm_role_share_the_loopback_addresses():
     assert tuple(role_vars["_vllm_loopback_hosts"]) == VLLM_LOOPBACK_HOSTS
 
 
+# The key's raw (untemplated) inventory value: MISSING leaves it undefined; a vaulted value is never decrypted.
+MISSING = object()
+VAULTED = EncryptedString(ciphertext="$ANSIBLE_VAULT;1.1;AES256\n6162\n")
+
+
 @pytest.mark.parametrize(
     "host, key, refused",
     [
-        ("0.0.0.0", False, True),
-        ("192.168.1.20", False, True),
-        ("0.0.0.0", True, False),
-        ("127.0.0.1", False, False),
-        ("localhost", False, False),
-        (None, False, False),
+        ("0.0.0.0", MISSING, True),
+        ("192.168.1.20", MISSING, True),
+        ("0.0.0.0", "", True),
+        ("0.0.0.0", None, True),
+        ("0.0.0.0", "sk-0123456789abcdef", False),
+        ("0.0.0.0", "{{ vault_vllm_api_key }}", False),
+        ("0.0.0.0", VAULTED, False),
+        ("127.0.0.1", MISSING, False),
+        ("127.0.0.1", "", False),
+        ("localhost", MISSING, False),
+        (None, MISSING, False),
     ],
 )
 def test_vllm_beyond_loopback_needs_a_key(host, key, refused):
+    """As plan_fleet reads it: the names the host defines, a key left empty ("" or no value) not among them."""
     variables = dict(VARIABLES, vllm_host=host)
-    defined = list(variables) + (["vllm_api_key"] if key else [])
+    raw = dict(variables) if key is MISSING else dict(variables, vllm_api_key=key)
+    defined = defined_names(raw, raw)
     plan = build_plan(variables, HARDWARE, defined=defined)
     errors = [c for c in plan["checks"] if c["id"] == "vllm-api-key-required"]
     assert bool(errors) == refused
     if refused:
         assert errors[0]["severity"] == "error"
         assert "vllm_api_key" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
+        assert "empty vllm_api_key is no key" in errors[0]["message"]
         # The service contract carries it: the engine role refuses to start while it is there.
         assert any(e.startswith("vllm-api-key-required:") for e in plan["service"]["errors"])
 
@@ -86,3 +108,57 @@ def test_vllm_beyond_loopback_needs_allow_remote(host, allow, refused):
         assert errors[0]["severity"] == "error"
         assert "vllm_allow_remote: true" in errors[0]["message"] and "vllm_host: 127.0.0.1" in errors[0]["message"]
         assert any(e.startswith("vllm-allow-remote-required:") for e in plan["service"]["errors"])
+
+
+def test_a_vaulted_or_templated_key_is_not_read():
+    """Only None and "" leave a key empty; a vaulted value is not decrypted (it could not be here: no vault
+    secret is loaded, so reading it would raise) and a template is not rendered."""
+    assert key_left_empty(None) and key_left_empty("")
+    assert not key_left_empty(VAULTED)
+    assert not key_left_empty("{{ vault_vllm_api_key }}")
+    assert not key_left_empty("sk-0123456789abcdef")
+
+
+# A node of a Ray cluster (test_cluster.node): what the ray role and vLLM's workers need, each case the node's
+# changes (None removes the variable), and the variable the error names (None: no error).
+RAY_CASES = {
+    "met": ({}, None),
+    "no token": ({"ray_auth_token": None}, "ray_auth_token"),
+    "empty token": ({"ray_auth_token": ""}, "ray_auth_token"),
+    "no token, auth off on purpose": ({"ray_auth_token": None, "ray_allow_no_auth": True}, None),
+    "templated token": ({"ray_auth_token": "{{ vault_ray_auth_token }}"}, None),
+    "no requirements": ({"ray_extra_requirements": None}, "ray_extra_requirements"),
+    "another vllm": ({"ray_extra_requirements": ["vllm==0.32.0"]}, "ray_extra_requirements"),
+    "pin among others": ({"ray_extra_requirements": ["numpy<2", "vllm == 0.33.0"]}, None),
+}
+
+
+@pytest.mark.parametrize("changes, named", RAY_CASES.values(), ids=RAY_CASES.keys())
+def test_a_ray_cluster_needs_its_requirements(changes, named):
+    members = []
+    for host, address in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12")):
+        member = node(host, address)
+        variables = {k: v for k, v in {**member.variables, **changes}.items() if v is not None}
+        members.append(replace(member, variables=variables))
+    for entry in plan_fleet(members).values():
+        checks = entry["plan"]["checks"]
+        found = [c for c in checks if c["severity"] == "error" or c["id"] == "ray-requirements"]
+        if named is None:
+            assert not found, found
+            continue
+        (finding,) = found
+        assert finding["id"] == "ray-requirements" and finding["message"].startswith(named), finding
+        refused = any(e.startswith("ray-requirements:") for e in entry["plan"]["service"]["errors"])
+        if named == "ray_extra_requirements":  # the ray role runs Ray without vLLM; vLLM's start fails
+            assert finding["severity"] == "warning" and not refused, finding
+            assert 'a value that passes: ray_extra_requirements: ["vllm==0.33.0"' in finding["message"], finding
+        else:  # the ray role refuses it: an error, which stops the node
+            assert finding["severity"] == "error" and refused, finding
+            assert "ray_allow_no_auth: true" in finding["message"], finding
+
+
+def test_an_mp_cluster_needs_no_ray():
+    members = [node(h, a, inferops_cluster_backend="mp") for h, a in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12"))]
+    members = [replace(m, variables={k: v for k, v in m.variables.items() if k[:4] != "ray_"}) for m in members]
+    for entry in plan_fleet(members).values():
+        assert not [c for c in entry["plan"]["checks"] if c["id"] == "ray-requirements"]

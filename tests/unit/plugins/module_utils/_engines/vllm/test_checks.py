@@ -134,11 +134,15 @@ def test_seed000_final_settings_pass():
 
 
 def test_seed000_suggested_values_pass():
-    old = run(arch(QWEN36, AWQ), "0.26.0", SEED000_OLD, count=2)
+    """The suggestions, each applied to what the last run says (as a user fixes one finding after another: a
+    value is verified against the settings it was computed for, and 4096 batched tokens shrink the KV cache
+    that the max_num_seqs suggestion was computed on), end with no finding in a few rounds."""
     fixed = dict(SEED000_OLD)
-    for finding in old:
-        if finding["severity"] != "info":
-            fixed[finding["variable"].removeprefix("vllm_")] = finding["suggested"]
+    for _round in range(4):
+        found = [f for f in run(arch(QWEN36, AWQ), "0.26.0", fixed, count=2) if f["severity"] != "info"]
+        if not found:
+            break
+        fixed[found[0]["variable"].removeprefix("vllm_")] = found[0]["suggested"]
     assert ids(run(arch(QWEN36, AWQ), "0.26.0", fixed, count=2)) == []
 
 

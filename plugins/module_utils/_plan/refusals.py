@@ -1,0 +1,100 @@
+# Copyright: inferops.llm contributors
+# Apache License 2.0 (see LICENSE)
+"""What a role would refuse only after the driver and the model download, said by the plan first (issue 26).
+
+``plan.yml`` passing should mean ``site.yml`` will not refuse the inventory. The vllm role's key and remote
+rules are ``inputs.vllm_key_findings``; this module has the Ollama release's checksum (the ollama role) and
+a Ray cluster's requirements (the ray role, and vLLM's workers inside Ray). Each finding names the variable
+and a value that passes. Keys are never read: only whether the host defines them (``inputs.defined_names``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
+    nearest_release_with_sha256,
+    release_sha256,
+)
+
+# ollama_arch (or the gathered architecture) as the ollama role maps it (roles/ollama/vars/main.yml
+# _ollama_go_arch): the key of a release's checksums.
+GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_TRUE = ("true", "yes", "on", "1")
+
+
+def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optional[str]) -> List[Dict[str, Any]]:
+    """The ollama role's refusal of a release without a known sha256 (roles/ollama/tasks/preflight.yml): none in
+    the collection's release record (_engines/ollama/releases.json) nor in ollama_checksums for the host's Go
+    architecture (ollama_arch, else the gathered one, else amd64, said in the message)."""
+    version = str(variables.get("ollama_version") or "")
+    named = variables.get("ollama_arch") or architecture
+    arch = GO_ARCH.get(str(named), "amd64") if named else "amd64"
+    given = variables.get("ollama_checksums")
+    given = given.get(version) if isinstance(given, Mapping) else None
+    known = release_sha256(version).get(arch) or (given.get(arch) if isinstance(given, Mapping) else None)
+    if isinstance(known, str) and _SHA256_RE.fullmatch(known):
+        return []
+    passing = nearest_release_with_sha256(version, arch)
+    assumed = "" if named else " (the plan does not know the host's architecture: amd64 assumed; set ollama_arch)"
+    entry = json.dumps({version: {arch: "<sha256>"}})
+    return [
+        finding_entry(
+            "ollama-checksum-unknown",
+            "error",
+            f"no sha256 is known for Ollama {version} on {arch}{assumed}: the collection's release records "
+            "(_engines/ollama/releases.json) have none and ollama_checksums adds none, so the ollama role refuses "
+            "to download it, after the driver and the model download. Pin a release with a recorded checksum, "
+            f"or add this one's from its sha256sum.txt: ollama_checksums: {entry}",
+            "ollama_version",
+            passing,
+        )
+    ]
+
+
+def ray_findings(variables: Mapping[str, Any], defined: Iterable[str], engine_version: str) -> List[Dict[str, Any]]:
+    """For a node of a Ray cluster: the ray role's refusal of a cluster without token authentication (an error),
+    and the vLLM that Ray's environment must hold (vLLM's workers run with the Python of ``ray start``,
+    docs/multi-node.md), else vLLM's start fails on every node after everything is installed (a warning: the
+    ray role itself runs a Ray cluster without it)."""
+    found = []
+    allowed = str(variables.get("ray_allow_no_auth", False)).lower() in _TRUE
+    if "ray_auth_token" not in set(defined) and not allowed:
+        found.append(
+            finding_entry(
+                "ray-requirements",
+                "error",
+                "ray_auth_token is not set (or empty): the ray role refuses a cluster without Ray's token "
+                "authentication, in which anyone who reaches its ports runs code as the service account. Set "
+                "ray_auth_token to a vaulted random value, the same on every node (openssl rand -hex 32 | "
+                "ansible-vault encrypt_string --stdin-name ray_auth_token), or ray_allow_no_auth: true for a "
+                "network no one else reaches",
+                "ray_auth_token",
+            )
+        )
+    pin = f"vllm=={engine_version}"
+    requirements = variables.get("ray_extra_requirements") or []
+    if not isinstance(requirements, list) or pin not in [str(item).replace(" ", "") for item in requirements]:
+        wanted = (
+            [pin, *(str(r) for r in requirements if not str(r).startswith("vllm"))]
+            if isinstance(requirements, list)
+            else [pin]
+        )
+        found.append(
+            # A warning: the ray role installs and starts Ray without vLLM (the ray_cluster scenario runs it so);
+            # vLLM's own start is what fails.
+            finding_entry(
+                "ray-requirements",
+                "warning",
+                f"ray_extra_requirements does not hold {pin}: vLLM's Ray backend runs its workers in the Ray "
+                "nodes' processes, with the Python of ray start, so without the pinned vLLM in the Ray environment "
+                "vLLM's start fails on every node, once the driver, the model and Ray are installed",
+                "ray_extra_requirements",
+                wanted,
+            )
+        )
+    return found
