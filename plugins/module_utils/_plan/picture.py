@@ -83,17 +83,17 @@ def _text(parent: ET.Element, x: float, y: float, content: str, **attributes: st
 
 def _memory(svg: ET.Element, plan: Mapping[str, Any], top: int) -> int:
     bars = _bars(plan)
-    scale = _BAR / max([bar["total"] for bar in bars] or [1.0])
+    scale = _BAR / max([gpu_bar["total"] for gpu_bar in bars] or [1.0])
     utilization = _utilization(plan)
-    for row, bar in enumerate(bars):
+    for row, gpu_bar in enumerate(bars):
         y = top + row * _ROW
         group = ET.SubElement(
-            svg, "g", {"class": "gpu", "data-gpu": str(bar["index"]), "data-total-gib": f"{bar['total']:g}"}
+            svg, "g", {"class": "gpu", "data-gpu": str(gpu_bar["index"]), "data-total-gib": f"{gpu_bar['total']:g}"}
         )
-        _text(group, 0, y + 15, f"GPU {bar['index']} {bar['name']} ({bar['total']:g} GiB)")
+        _text(group, 0, y + 15, f"GPU {gpu_bar['index']} {gpu_bar['name']} ({gpu_bar['total']:g} GiB)")
         x = float(_LABEL)
         for name, colour in PARTS:
-            width = bar[name] * scale
+            width = gpu_bar[name] * scale
             rect = ET.SubElement(
                 group,
                 "rect",
@@ -104,13 +104,15 @@ def _memory(svg: ET.Element, plan: Mapping[str, Any], top: int) -> int:
                     "height": "20",
                     "fill": colour,
                     "data-part": name,
-                    "data-gib": f"{bar[name]:g}",
+                    "data-gib": f"{gpu_bar[name]:g}",
                 },
             )
-            ET.SubElement(rect, "title").text = f"GPU {bar['index']} {name.replace('_', ' ')}: {bar[name]:g} GiB"
+            ET.SubElement(
+                rect, "title"
+            ).text = f"GPU {gpu_bar['index']} {name.replace('_', ' ')}: {gpu_bar[name]:g} GiB"
             x += width
         if utilization is not None:
-            at = _LABEL + bar["total"] * utilization * scale
+            at = _LABEL + gpu_bar["total"] * utilization * scale
             ET.SubElement(
                 group,
                 "line",

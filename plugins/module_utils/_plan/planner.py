@@ -53,7 +53,7 @@ def build_plan(
     """
 
     def draft(values: Mapping[str, Any]) -> Tuple[Dict[str, Any], EnginePlanner]:
-        names = None if defined is None else [*defined, *(str(name).split(".")[0] for name in values)]
+        names = None if defined is None else [*defined, *(str(name).split(".", maxsplit=1)[0] for name in values)]
         return _draft_plan(with_values(variables, values), hardware, measured, cluster, cluster_findings, names, models)
 
     plan, engine = draft({})

@@ -33,12 +33,12 @@ def test_the_picture_states_the_plan(host):
     per_gpu = plan["memory"]["per_gpu"]
     assert sorted(drawn["gpus"]) == sorted(int(g["index"]) for g in per_gpu)
     for gpu in per_gpu:
-        bar = drawn["gpus"][int(gpu["index"])]
-        assert bar["total"] == pytest.approx(gpu["total_gib"])
+        gpu_bar = drawn["gpus"][int(gpu["index"])]
+        assert gpu_bar["total"] == pytest.approx(gpu["total_gib"])
         for part in ("weights", "overhead", "kv_cache"):
-            assert bar[part] == pytest.approx(gpu[f"{part}_gib"]), (part, bar)
-        assert bar["free"] == pytest.approx(
-            max(gpu["total_gib"] - bar["weights"] - bar["overhead"] - bar["kv_cache"], 0)
+            assert gpu_bar[part] == pytest.approx(gpu[f"{part}_gib"]), (part, gpu_bar)
+        assert gpu_bar["free"] == pytest.approx(
+            max(gpu["total_gib"] - gpu_bar["weights"] - gpu_bar["overhead"] - gpu_bar["kv_cache"], 0)
         )
     if plan["engine"] == "vllm":
         assert drawn["utilization"] == pytest.approx(plan["settings"]["gpu_memory_utilization"]["value"])
