@@ -494,6 +494,79 @@ def driver_versioned_packages(dpkg_query: Any, driver_version: Any) -> List[str]
 # --------------------------------------------------------------------------- the role's plan
 
 
+def _pinned_branch(distribution: str, release: Any, source: str, branch: Any, version: Any) -> Tuple[str, str, str]:
+    """``(error, version_text, branch_text)`` of the inventory's pin; ``error`` is "" when it is consistent."""
+    version_text = str(version or "").strip()
+    branch_text = str(branch or "").strip()
+    if version_text:
+        try:
+            driver_version_tuple(version_text)
+        except ValueError as error:
+            return f"nvidia_driver_version: {error}", version_text, branch_text
+        if branch_text and branch_of(version_text) != branch_text:
+            return (
+                f"nvidia_driver_version {version_text} is not on nvidia_driver_branch {branch_text}: "
+                f"set nvidia_driver_branch: '{branch_of(version_text)}' or leave it empty",
+                version_text,
+                branch_text,
+            )
+        return "", version_text, branch_of(version_text)
+    if branch_text:
+        if not re.fullmatch(r"\d{3}", branch_text):
+            return (
+                f"nvidia_driver_branch {branch_text!r} is not a driver branch: use its number, for example '580'",
+                version_text,
+                branch_text,
+            )
+        return "", version_text, branch_text
+    return "", version_text, default_branch(distribution, release, source)
+
+
+def _generations_and_errors(gpus: Sequence[Mapping[str, Any]], branch_text: str) -> Tuple[List[str], List[str]]:
+    """The GPUs' generations, and an error for each GPU that the branch no longer drives."""
+    generations: List[str] = []
+    errors: List[str] = []
+    for gpu in gpus:
+        generation = gpu_generation(gpu)
+        if generation is not None and generation not in generations:
+            generations.append(generation)
+        if generation is None:
+            continue
+        last = GENERATIONS[generation]["last_branch"]
+        label = f"{_gpu_label(gpu)} is {GENERATIONS[generation]['label']}"
+        if generation == "kepler":
+            errors.append(
+                f"{label}: its last driver is R470, which this role does not install; "
+                "remove the card from this host or manage its driver by hand"
+            )
+        elif last is not None and int(branch_text) > int(last):
+            errors.append(f"{label}, supported up to R{last}: set nvidia_driver_branch: '{last}'")
+    return generations, errors
+
+
+def _below_minimum(
+    requirement: Mapping[str, Any], version_text: str, branch_text: str, source: str, distribution: str
+) -> Optional[str]:
+    """The error when the pinned version (or the branch's newest release) is older than the minimum driver."""
+    minimum = requirement["minimum_driver"]
+    if minimum is None:
+        return None
+    # A branch-only pin is checked at the newest release of the branch; the role checks the
+    # resolved version again before installing.
+    pinned = version_text or f"{branch_text}.999.99"
+    if driver_at_least(pinned, minimum):
+        return None
+    what = f"nvidia_driver_version {version_text}" if version_text else f"branch R{branch_text}"
+    fix = (
+        "set nvidia_driver_version to a newer release"
+        if version_text
+        else f"set nvidia_driver_branch to '{branch_of(minimum)}' or newer"
+    )
+    if source == "distribution" and not version_text and distribution.lower() == "debian":
+        fix += " with nvidia_driver_source: nvidia (Debian's archive has no newer branch)"
+    return f"{what} is older than {minimum} ({requirement['reasons'][0]}): {fix}"
+
+
 def driver_plan(
     gpus: Sequence[Mapping[str, Any]],
     distribution: str,
@@ -539,49 +612,13 @@ def driver_plan(
             f"nvidia_driver_source {source!r} is not one of {', '.join(SOURCES)}: set nvidia, or distribution"
         )
         return plan
-
-    version_text = str(version or "").strip()
-    branch_text = str(branch or "").strip()
-    if version_text:
-        try:
-            driver_version_tuple(version_text)
-        except ValueError as error:
-            errors.append(f"nvidia_driver_version: {error}")
-            return plan
-        if branch_text and branch_of(version_text) != branch_text:
-            errors.append(
-                f"nvidia_driver_version {version_text} is not on nvidia_driver_branch {branch_text}: "
-                f"set nvidia_driver_branch: '{branch_of(version_text)}' or leave it empty"
-            )
-            return plan
-        branch_text = branch_of(version_text)
-    elif branch_text:
-        if not re.fullmatch(r"\d{3}", branch_text):
-            errors.append(
-                f"nvidia_driver_branch {branch_text!r} is not a driver branch: use its number, for example '580'"
-            )
-            return plan
-    else:
-        branch_text = default_branch(distribution, release, source)
+    pin_error, version_text, branch_text = _pinned_branch(distribution, release, source, branch, version)
+    if pin_error:
+        errors.append(pin_error)
+        return plan
     plan["branch"] = branch_text
-
-    generations = []
-    for gpu in gpus:
-        generation = gpu_generation(gpu)
-        if generation is not None and generation not in generations:
-            generations.append(generation)
-        if generation is None:
-            continue
-        last = GENERATIONS[generation]["last_branch"]
-        label = f"{_gpu_label(gpu)} is {GENERATIONS[generation]['label']}"
-        if generation == "kepler":
-            errors.append(
-                f"{label}: its last driver is R470, which this role does not install; "
-                "remove the card from this host or manage its driver by hand"
-            )
-        elif last is not None and int(branch_text) > int(last):
-            errors.append(f"{label}, supported up to R{last}: set nvidia_driver_branch: '{last}'")
-    plan["generations"] = generations
+    plan["generations"], generation_errors = _generations_and_errors(gpus, branch_text)
+    errors.extend(generation_errors)
 
     try:
         plan["flavour"] = kernel_module_flavour(gpus, flavour, branch_text)
@@ -596,28 +633,14 @@ def driver_plan(
     plan["minimum_driver"] = requirement["minimum_driver"]
     plan["minimum_driver_reasons"] = requirement["reasons"]
     plan["cuda_version"] = requirement["cuda_version"]
-    minimum = requirement["minimum_driver"]
-    if minimum is not None:
-        # A branch-only pin is checked at the newest release of the branch; the role checks the
-        # resolved version again before installing.
-        pinned = version_text or f"{branch_text}.999.99"
-        if not driver_at_least(pinned, minimum):
-            what = f"nvidia_driver_version {version_text}" if version_text else f"branch R{branch_text}"
-            fix = (
-                "set nvidia_driver_version to a newer release"
-                if version_text
-                else f"set nvidia_driver_branch to '{branch_of(minimum)}' or newer"
-            )
-            if source == "distribution" and not version_text and distribution.lower() == "debian":
-                fix += " with nvidia_driver_source: nvidia (Debian's archive has no newer branch)"
-            errors.append(f"{what} is older than {minimum} ({requirement['reasons'][0]}): {fix}")
+    below = _below_minimum(requirement, version_text, branch_text, source, distribution)
+    if below:
+        errors.append(below)
 
     if plan["flavour"] is not None:
         selection = driver_packages(distribution, release, source, branch_text, plan["flavour"], ubuntu_server)
-        plan["packages"] = selection["packages"]
-        plan["companions"] = selection["companions"]
-        plan["anchor"] = selection["anchor"]
-        plan["fabricmanager"] = selection["fabricmanager"]
+        for key in ("packages", "companions", "anchor", "fabricmanager"):
+            plan[key] = selection[key]
     if source == "nvidia":
         try:
             plan["cuda_repo_dir"] = cuda_repo_dir(distribution, release, architecture)
