@@ -13,6 +13,8 @@ Sources (each section of nvidia_drivers.json names its own; docs/nvidia_driver.m
   Turing and newer, are required on Blackwell and Grace Hopper, and do not run on Maxwell, Pascal and
   Volta; mixed old/new hosts keep the proprietary flavour. R580 is the last branch for Maxwell, Pascal
   and Volta; R470 was the last for Kepler.
+* Generation of a compute capability (``compute_capability_generations``): NVIDIA's compute capability per
+  generation.
 * PCI device id ranges (``pci_device_ranges``): the PCI ID repository (pci.ids) chip families.
 * Minimum driver per CUDA release (``cuda_minimum_driver``): CUDA Toolkit release notes, Table 3
   (Linux x86_64, GA release); CUDA minor version compatibility (``cuda_minor_compat_driver``, Table 2):
@@ -72,6 +74,7 @@ def _capability_key(text: str) -> Tuple[int, int]:
 
 # name -> {"label", "open_modules" ("unsupported", "supported", "required"), "last_branch", ...}.
 GENERATIONS: Dict[str, Dict[str, Any]] = DRIVER_DATA["generations"]["names"]
+_CAPABILITY_GENERATIONS: Tuple[Mapping[str, Any], ...] = tuple(DRIVER_DATA["compute_capability_generations"]["rows"])
 _OPEN_REQUIRED_DEVICE_IDS = frozenset(int(i, 16) for i in DRIVER_DATA["open_modules_required_device_ids"]["ids"])
 _PCI_RANGES: Tuple[Tuple[int, int, str], ...] = tuple(
     (int(row["first"], 16), int(row["last"], 16), row["generation"])
@@ -121,20 +124,9 @@ def generation_from_compute_capability(cc: Any) -> Optional[str]:
     if parsed is None:
         return None
     major, minor = parsed
-    if major == 3:
-        return "kepler"
-    if major == 5:
-        return "maxwell"
-    if major == 6:
-        return "pascal"
-    if major == 7:
-        return "turing" if minor >= 5 else "volta"
-    if major == 8:
-        return "ada" if minor == 9 else "ampere"
-    if major == 9:
-        return "hopper"
-    if 10 <= major <= 12:
-        return "blackwell"
+    for row in _CAPABILITY_GENERATIONS:
+        if row["major"] == major and row.get("minor", minor) == minor and minor >= row.get("minor_from", 0):
+            return str(row["generation"])
     return None
 
 

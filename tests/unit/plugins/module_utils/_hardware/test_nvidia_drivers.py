@@ -428,6 +428,7 @@ def test_every_section_of_the_driver_data_names_its_source():
     sections = {key: value for key, value in nd.DRIVER_DATA.items() if key != "about"}
     assert set(sections) == {
         "generations",
+        "compute_capability_generations",
         "open_modules_required_device_ids",
         "pci_device_ranges",
         "cuda_minimum_driver",
@@ -447,6 +448,13 @@ def test_generation_rows_have_every_field_and_valid_values():
         assert row["open_modules"] in ("unsupported", "supported", "required"), name
         assert row["last_branch"] is None or re.fullmatch(r"\d{3}", row["last_branch"]), name
         assert row["first_cuda"] in nd.CUDA_MINIMUM_DRIVER, name
+
+
+def test_compute_capability_rows_name_a_generation_and_cover_every_generation():
+    rows = nd.DRIVER_DATA["compute_capability_generations"]["rows"]
+    for row in rows:
+        assert set(row) <= {"major", "minor", "minor_from", "generation"} and row["generation"] in nd.GENERATIONS, row
+    assert {row["generation"] for row in rows} == set(nd.GENERATIONS)
 
 
 def test_pci_ranges_are_ordered_disjoint_and_name_a_generation():
@@ -490,6 +498,11 @@ def test_distribution_branches_and_branch_facts_are_branches():
 @pytest.mark.parametrize(("device", "generation"), sorted(CASES["pci_generation"].items()))
 def test_pci_generation_answers_are_unchanged(device, generation):
     assert nd.generation_from_pci_device_id(device) == generation
+
+
+@pytest.mark.parametrize(("cc", "generation"), sorted(CASES["capability_generation"].items()))
+def test_capability_generation_answers_are_unchanged(cc, generation):
+    assert nd.generation_from_compute_capability(cc) == generation
 
 
 @pytest.mark.parametrize(("cc", "driver"), sorted(CASES["compute_capability_minimum"].items()))
