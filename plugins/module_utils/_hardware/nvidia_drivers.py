@@ -3,27 +3,31 @@
 """NVIDIA driver facts: GPU generations, kernel module flavours, minimum drivers and apt packages.
 
 The one table of driver requirements in the collection: the ``nvidia_driver`` role and the
-``driver-version`` plan check both read it.
+``driver-version`` plan check both read it. The facts are data, ``nvidia_drivers.json`` beside this
+file (loaded once, on import), each section with its source; this module holds the rules that read them.
 
-Why one file of 700 lines: it is mostly data with its sources beside each row (generations by PCI id,
-minimum drivers per CUDA release and compute capability, package names per distribution), and the
-role's decision (``driver_plan``) reads all of it; split, the sources would drift from their rows.
+Sources (each section of nvidia_drivers.json names its own; docs/nvidia_driver.md has the details):
 
-Sources (docs/nvidia_driver.md has the details):
-
-* GPU generations and open kernel modules: NVIDIA, "NVIDIA Transitions Fully Towards Open-Source GPU
-  Kernel Modules" (R560): open modules run on Turing and newer, are required on Blackwell and Grace
-  Hopper, and do not run on Maxwell, Pascal and Volta; mixed old/new hosts keep the proprietary flavour.
-  R580 is the last branch for Maxwell, Pascal and Volta; R470 was the last for Kepler.
-* Minimum driver per CUDA release: CUDA Toolkit release notes, Table 3 (Linux x86_64, GA release);
-  CUDA minor version compatibility (Table 2): 11.x >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580.65.06.
+* GPU generations and open kernel modules (``generations``, ``open_modules_required_device_ids``):
+  NVIDIA, "NVIDIA Transitions Fully Towards Open-Source GPU Kernel Modules" (R560): open modules run on
+  Turing and newer, are required on Blackwell and Grace Hopper, and do not run on Maxwell, Pascal and
+  Volta; mixed old/new hosts keep the proprietary flavour. R580 is the last branch for Maxwell, Pascal
+  and Volta; R470 was the last for Kepler.
+* Generation of a compute capability (``compute_capability_generations``): NVIDIA's compute capability per
+  generation.
+* PCI device id ranges (``pci_device_ranges``): the PCI ID repository (pci.ids) chip families.
+* Minimum driver per CUDA release (``cuda_minimum_driver``): CUDA Toolkit release notes, Table 3
+  (Linux x86_64, GA release); CUDA minor version compatibility (``cuda_minor_compat_driver``, Table 2):
+  11.x >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580.65.06; the first CUDA release of each compute
+  capability (``cuda_introducing``).
 * CUDA of vLLM's default PyPI wheel: read from each published wheel (``vllm/_C.abi3.so``: nvcc release
   string, PTX ISA version and the libcudart soname it links), see the ``wheel_cuda`` field of the
   release records (``_engines/vllm/releases.json``).
 * Packages: NVIDIA's CUDA repository meta-packages (``nvidia-open`` open, ``cuda-drivers`` proprietary;
-  branch-named ``*-<branch>`` variants before R590), Debian's non-free/contrib packages
+  branch-named ``*-<branch>`` variants before R590: ``branches``), Debian's non-free/contrib packages
   (``nvidia-kernel-dkms`` / ``nvidia-open-kernel-dkms``, ``nvidia-smi``, ``libcuda1``...) and Ubuntu's
-  restricted packages (``nvidia-headless-<branch>[-server][-open]``).
+  restricted packages (``nvidia-headless-<branch>[-server][-open]``); the branch each distribution's
+  archive carries (``distribution_branch``).
 
 Public API (plain types in, plain types out; ``ValueError`` messages name the variable to fix):
 
@@ -33,7 +37,8 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 ``generation_from_compute_capability(cc) -> str | None``: ``"12.0"`` -> ``"blackwell"``.
 ``generation_from_pci_device_id(device_id) -> str | None``: ``"0x2b85"`` -> ``"blackwell"``.
 ``gpu_generation(gpu) -> str | None``: an ``inferops_gpus`` entry (compute capability first, then PCI id).
-``GENERATIONS``: name -> ``{"label", "open_modules", "last_branch", "compute_capabilities"}``.
+``GENERATIONS``: name -> ``{"label", "open_modules", "last_branch", "compute_capabilities", "first_cuda"}``.
+``DRIVER_DATA``: nvidia_drivers.json as loaded.
 ``minimum_driver_for_cuda(cuda_version, minor_version_compatibility=False) -> str``.
 ``minimum_driver_for_compute_capability(cc) -> str``.
 ``minimum_driver_for(compute_capabilities=(), cuda_version=None, cuda_source='', gpus=()) -> dict``:
@@ -48,63 +53,60 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, release_tuple
 
-# --------------------------------------------------------------------------- generations
+# --------------------------------------------------------------------------- the data
 
-# open_modules: "unsupported" (proprietary only), "supported" (open recommended), "required".
-GENERATIONS: Dict[str, Dict[str, Any]] = {
-    "kepler": {"label": "Kepler", "open_modules": "unsupported", "last_branch": "470", "compute_capabilities": "3.x"},
-    "maxwell": {"label": "Maxwell", "open_modules": "unsupported", "last_branch": "580", "compute_capabilities": "5.x"},
-    "pascal": {"label": "Pascal", "open_modules": "unsupported", "last_branch": "580", "compute_capabilities": "6.x"},
-    "volta": {
-        "label": "Volta",
-        "open_modules": "unsupported",
-        "last_branch": "580",
-        "compute_capabilities": "7.0, 7.2",
-    },
-    "turing": {"label": "Turing", "open_modules": "supported", "last_branch": None, "compute_capabilities": "7.5"},
-    "ampere": {"label": "Ampere", "open_modules": "supported", "last_branch": None, "compute_capabilities": "8.0-8.7"},
-    "ada": {"label": "Ada Lovelace", "open_modules": "supported", "last_branch": None, "compute_capabilities": "8.9"},
-    "hopper": {"label": "Hopper", "open_modules": "supported", "last_branch": None, "compute_capabilities": "9.0"},
-    "blackwell": {
-        "label": "Blackwell",
-        "open_modules": "required",
-        "last_branch": None,
-        "compute_capabilities": "10.x-12.x",
-    },
-}
+DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvidia_drivers.json")
+with open(DATA_FILE, encoding="utf-8") as _handle:
+    DRIVER_DATA: Dict[str, Any] = json.load(_handle)
 
-# Grace Hopper superchips (GH200) take the open modules only, like Blackwell.
-_OPEN_REQUIRED_DEVICE_IDS = frozenset({0x2342, 0x2345, 0x2348})
 
-# PCI device id ranges (vendor 0x10de) per generation, from the PCI ID repository (pci.ids) chip
-# families: GK1xx, GM1xx/GM2xx, GP1xx, GV100, TU1xx, GA1xx, AD1xx, GH100, GB1xx/GB2xx.
-_PCI_RANGES: Tuple[Tuple[int, int, str], ...] = (
-    (0x0FC0, 0x0FFF, "kepler"),  # GK107/GK208
-    (0x1000, 0x103F, "kepler"),  # GK110/GK210: Tesla K20/K40/K80 (0x102D)
-    (0x1180, 0x12BF, "kepler"),  # GK104/GK106/GK208
-    (0x1340, 0x13FF, "maxwell"),  # GM107/GM108/GM204: Tesla M10 (0x13BD), M60
-    (0x1400, 0x143F, "maxwell"),  # GM206
-    (0x1617, 0x1667, "maxwell"),  # GM204 mobile
-    (0x17C0, 0x17FF, "maxwell"),  # GM200: Tesla M40 (0x17FD)
-    (0x15F0, 0x15FF, "pascal"),  # GP100: Tesla P100
-    (0x1B00, 0x1D7F, "pascal"),  # GP102/GP104/GP106/GP107/GP108: Tesla P40 (0x1B38), P4, GTX 10xx
-    (0x1D80, 0x1DFF, "volta"),  # GV100: Tesla V100, Titan V
-    (0x1E00, 0x1FFF, "turing"),  # TU102/TU104/TU106/TU117: T4 (0x1EB8), RTX 20xx
-    (0x2180, 0x21FF, "turing"),  # TU116: GTX 16xx
-    (0x20B0, 0x20FF, "ampere"),  # GA100: A100 (0x20B0/0x20B2/0x20B5), A30 (0x20B7), A800
-    (0x2200, 0x22FF, "ampere"),  # GA102: RTX 3090 (0x2204), RTX A6000 (0x2230), A40, A10
-    (0x2300, 0x23FF, "hopper"),  # GH100: H100 (0x2330/0x2331), H200 (0x2335), GH200 (0x2342)
-    (0x2400, 0x25FF, "ampere"),  # GA103/GA104/GA106/GA107: RTX 30xx, A2
-    (0x2600, 0x28FF, "ada"),  # AD102/AD103/AD104/AD106/AD107: RTX 4090 (0x2684), L40S, L4, RTX 6000 Ada
-    (0x2900, 0x29FF, "blackwell"),  # GB100/GB102: B200 (0x2901), GB200
-    (0x2B00, 0x2FFF, "blackwell"),  # GB202/GB203/GB205/GB206/GB207: RTX 5090 (0x2B85), RTX PRO 6000, RTX 5060 Ti
-    (0x3180, 0x31FF, "blackwell"),  # GB110: B300 (0x3182)
+def _capability_key(text: str) -> Tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+# name -> {"label", "open_modules" ("unsupported", "supported", "required"), "last_branch", ...}.
+GENERATIONS: Dict[str, Dict[str, Any]] = DRIVER_DATA["generations"]["names"]
+_CAPABILITY_GENERATIONS: Tuple[Mapping[str, Any], ...] = tuple(DRIVER_DATA["compute_capability_generations"]["rows"])
+_OPEN_REQUIRED_DEVICE_IDS = frozenset(int(i, 16) for i in DRIVER_DATA["open_modules_required_device_ids"]["ids"])
+_PCI_RANGES: Tuple[Tuple[int, int, str], ...] = tuple(
+    (int(row["first"], 16), int(row["last"], 16), row["generation"])
+    for row in DRIVER_DATA["pci_device_ranges"]["ranges"]
 )
+CUDA_MINIMUM_DRIVER: Dict[str, str] = DRIVER_DATA["cuda_minimum_driver"]["drivers"]
+CUDA_MINOR_COMPAT_DRIVER: Dict[int, str] = {
+    int(major): driver for major, driver in DRIVER_DATA["cuda_minor_compat_driver"]["drivers"].items()
+}
+_CUDA_INTRODUCING: Dict[Tuple[int, int], str] = {
+    _capability_key(cc): cuda for cc, cuda in DRIVER_DATA["cuda_introducing"]["compute_capabilities"].items()
+}
+# Lowest driver of a generation's first compute capability (what a PCI id alone can tell).
+_GENERATION_MINIMUM: Dict[str, str] = {
+    name: CUDA_MINIMUM_DRIVER[row["first_cuda"]] for name, row in GENERATIONS.items()
+}
+# What each distribution's own archive carries; its releases are the ones the role supports.
+DISTRIBUTION_BRANCH: Dict[Tuple[str, str], str] = {
+    (name, release): branch
+    for name, releases in DRIVER_DATA["distribution_branch"]["releases"].items()
+    for release, branch in releases.items()
+}
+SUPPORTED_RELEASES: Dict[str, Tuple[str, ...]] = {
+    name: tuple(releases) for name, releases in DRIVER_DATA["distribution_branch"]["releases"].items()
+}
+_BRANCHES: Dict[str, str] = DRIVER_DATA["branches"]
+NVIDIA_DEFAULT_BRANCH: str = _BRANCHES["nvidia_default"]
+_OPEN_DEFAULT_FROM_BRANCH = int(_BRANCHES["open_default_from"])
+_UNVERSIONED_NAMES_FROM_BRANCH = int(_BRANCHES["unversioned_names_from"])
+_UNVERSIONED_FABRICMANAGER_FROM_BRANCH = int(_BRANCHES["unversioned_fabricmanager_from"])
+
+# --------------------------------------------------------------------------- generations
 
 
 def _compute_capability(value: Any) -> Optional[Tuple[int, int]]:
@@ -122,20 +124,9 @@ def generation_from_compute_capability(cc: Any) -> Optional[str]:
     if parsed is None:
         return None
     major, minor = parsed
-    if major == 3:
-        return "kepler"
-    if major == 5:
-        return "maxwell"
-    if major == 6:
-        return "pascal"
-    if major == 7:
-        return "turing" if minor >= 5 else "volta"
-    if major == 8:
-        return "ada" if minor == 9 else "ampere"
-    if major == 9:
-        return "hopper"
-    if 10 <= major <= 12:
-        return "blackwell"
+    for row in _CAPABILITY_GENERATIONS:
+        if row["major"] == major and row.get("minor", minor) == minor and minor >= row.get("minor_from", 0):
+            return str(row["generation"])
     return None
 
 
@@ -202,65 +193,6 @@ def branch_of(version: Any) -> str:
     return str(driver_version_tuple(version)[0])
 
 
-# Lowest Linux x86_64 driver of each CUDA release (release notes Table 3, GA). The releases listed
-# before 11.0 are the ones that introduced a compute capability (see _CUDA_INTRODUCING).
-CUDA_MINIMUM_DRIVER: Dict[str, str] = {
-    "6.0": "331.62",
-    "6.5": "340.29",
-    "8.0": "375.26",
-    "9.0": "384.81",
-    "10.0": "410.48",
-    "11.0": "450.36.06",
-    "11.1": "455.23",
-    "11.2": "460.27.03",
-    "11.3": "465.19.01",
-    "11.4": "470.42.01",
-    "11.5": "495.29.05",
-    "11.6": "510.39.01",
-    "11.7": "515.43.04",
-    "11.8": "520.61.05",
-    "12.0": "525.60.13",
-    "12.1": "530.30.02",
-    "12.2": "535.54.03",
-    "12.3": "545.23.06",
-    "12.4": "550.54.14",
-    "12.5": "555.42.02",
-    "12.6": "560.28.03",
-    "12.8": "570.26",
-    "12.9": "575.51.03",
-    "13.0": "580.65.06",
-    "13.1": "590.44.01",
-    "13.2": "595.45.04",
-}
-
-# CUDA minor version compatibility (Table 2): any driver of the major's floor runs its minor releases,
-# without PTX JIT of newer PTX. 13.x needs R580.
-CUDA_MINOR_COMPAT_DRIVER: Dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
-
-# First CUDA release that compiles for a compute capability; its Table 3 driver is the minimum.
-_CUDA_INTRODUCING: Dict[Tuple[int, int], str] = {
-    (5, 0): "6.0",
-    (5, 2): "6.5",
-    (5, 3): "6.5",
-    (6, 0): "8.0",
-    (6, 1): "8.0",
-    (6, 2): "8.0",
-    (7, 0): "9.0",
-    (7, 2): "10.0",
-    (7, 5): "10.0",
-    (8, 0): "11.0",
-    (8, 6): "11.1",
-    (8, 7): "11.4",
-    (8, 9): "11.8",
-    (9, 0): "11.8",
-    (10, 0): "12.8",
-    (10, 3): "12.9",
-    (11, 0): "13.0",
-    (12, 0): "12.8",
-    (12, 1): "12.9",
-}
-
-
 def _cuda_key(cuda_version: Any) -> str:
     match = re.fullmatch(r"\s*(?:cu)?(\d+)\.?(\d+)(?:\.\d+)*\s*", str(cuda_version))
     if not match:
@@ -299,20 +231,6 @@ def minimum_driver_for_compute_capability(cc: Any) -> str:
     if not same_major:
         raise ValueError(f"compute capability {cc} is not in the driver table")
     return CUDA_MINIMUM_DRIVER[_CUDA_INTRODUCING[same_major[-1]]]
-
-
-# Lowest driver of a generation's first compute capability (what a PCI id alone can tell).
-_GENERATION_MINIMUM: Dict[str, str] = {
-    "kepler": CUDA_MINIMUM_DRIVER["6.0"],
-    "maxwell": CUDA_MINIMUM_DRIVER["6.0"],
-    "pascal": CUDA_MINIMUM_DRIVER["8.0"],
-    "volta": CUDA_MINIMUM_DRIVER["9.0"],
-    "turing": CUDA_MINIMUM_DRIVER["10.0"],
-    "ampere": CUDA_MINIMUM_DRIVER["11.0"],
-    "ada": CUDA_MINIMUM_DRIVER["11.8"],
-    "hopper": CUDA_MINIMUM_DRIVER["11.8"],
-    "blackwell": CUDA_MINIMUM_DRIVER["12.8"],
-}
 
 
 def minimum_driver_for(
@@ -371,8 +289,6 @@ def minimum_driver_for(
 # --------------------------------------------------------------------------- kernel module flavour
 
 FLAVOURS = ("open", "proprietary")
-# R560 made the open modules the default of NVIDIA's packages.
-_OPEN_DEFAULT_FROM_BRANCH = 560
 
 
 def kernel_module_flavour(gpus: Sequence[Mapping[str, Any]], requested: str = "auto", branch: Any = None) -> str:
@@ -427,18 +343,6 @@ def kernel_module_flavour(gpus: Sequence[Mapping[str, Any]], requested: str = "a
 # --------------------------------------------------------------------------- packages
 
 SOURCES = ("nvidia", "distribution")
-SUPPORTED_RELEASES: Dict[str, Tuple[str, ...]] = {"debian": ("12", "13"), "ubuntu": ("22.04", "24.04")}
-# What each distribution's own archive carries (Debian non-free; Ubuntu restricted has every branch).
-DISTRIBUTION_BRANCH: Dict[Tuple[str, str], str] = {
-    ("debian", "12"): "535",
-    ("debian", "13"): "550",
-    ("ubuntu", "22.04"): "580",
-    ("ubuntu", "24.04"): "580",
-}
-# R580: the long-term branch (support into 2028) and the last one for Maxwell, Pascal and Volta.
-NVIDIA_DEFAULT_BRANCH = "580"
-# NVIDIA dropped the branch from its Ubuntu package names from R590 on.
-_UNVERSIONED_NAMES_FROM_BRANCH = 590
 CUDA_REPO_URL = "https://developer.download.nvidia.com/compute/cuda/repos"
 _REPO_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
 
@@ -514,7 +418,11 @@ def driver_packages(
         meta = "nvidia-open" if flavour == "open" else "cuda-drivers"
         if name == "ubuntu" and not unversioned:
             meta = f"{meta}-{br}"
-        fabricmanager = "nvidia-fabricmanager" if int(br) >= 580 else f"nvidia-fabricmanager-{br}"
+        fabricmanager = (
+            "nvidia-fabricmanager"
+            if int(br) >= _UNVERSIONED_FABRICMANAGER_FROM_BRANCH
+            else f"nvidia-fabricmanager-{br}"
+        )
         return {"packages": [meta], "companions": [], "anchor": meta, "fabricmanager": fabricmanager}
     if name == "debian":
         module = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
@@ -578,6 +486,79 @@ def driver_versioned_packages(dpkg_query: Any, driver_version: Any) -> List[str]
 # --------------------------------------------------------------------------- the role's plan
 
 
+def _pinned_branch(distribution: str, release: Any, source: str, branch: Any, version: Any) -> Tuple[str, str, str]:
+    """``(error, version_text, branch_text)`` of the inventory's pin; ``error`` is "" when it is consistent."""
+    version_text = str(version or "").strip()
+    branch_text = str(branch or "").strip()
+    if version_text:
+        try:
+            driver_version_tuple(version_text)
+        except ValueError as error:
+            return f"nvidia_driver_version: {error}", version_text, branch_text
+        if branch_text and branch_of(version_text) != branch_text:
+            return (
+                f"nvidia_driver_version {version_text} is not on nvidia_driver_branch {branch_text}: "
+                f"set nvidia_driver_branch: '{branch_of(version_text)}' or leave it empty",
+                version_text,
+                branch_text,
+            )
+        return "", version_text, branch_of(version_text)
+    if branch_text:
+        if not re.fullmatch(r"\d{3}", branch_text):
+            return (
+                f"nvidia_driver_branch {branch_text!r} is not a driver branch: use its number, for example '580'",
+                version_text,
+                branch_text,
+            )
+        return "", version_text, branch_text
+    return "", version_text, default_branch(distribution, release, source)
+
+
+def _generations_and_errors(gpus: Sequence[Mapping[str, Any]], branch_text: str) -> Tuple[List[str], List[str]]:
+    """The GPUs' generations, and an error for each GPU that the branch no longer drives."""
+    generations: List[str] = []
+    errors: List[str] = []
+    for gpu in gpus:
+        generation = gpu_generation(gpu)
+        if generation is not None and generation not in generations:
+            generations.append(generation)
+        if generation is None:
+            continue
+        last = GENERATIONS[generation]["last_branch"]
+        label = f"{_gpu_label(gpu)} is {GENERATIONS[generation]['label']}"
+        if generation == "kepler":
+            errors.append(
+                f"{label}: its last driver is R470, which this role does not install; "
+                "remove the card from this host or manage its driver by hand"
+            )
+        elif last is not None and int(branch_text) > int(last):
+            errors.append(f"{label}, supported up to R{last}: set nvidia_driver_branch: '{last}'")
+    return generations, errors
+
+
+def _below_minimum(
+    requirement: Mapping[str, Any], version_text: str, branch_text: str, source: str, distribution: str
+) -> Optional[str]:
+    """The error when the pinned version (or the branch's newest release) is older than the minimum driver."""
+    minimum = requirement["minimum_driver"]
+    if minimum is None:
+        return None
+    # A branch-only pin is checked at the newest release of the branch; the role checks the
+    # resolved version again before installing.
+    pinned = version_text or f"{branch_text}.999.99"
+    if driver_at_least(pinned, minimum):
+        return None
+    what = f"nvidia_driver_version {version_text}" if version_text else f"branch R{branch_text}"
+    fix = (
+        "set nvidia_driver_version to a newer release"
+        if version_text
+        else f"set nvidia_driver_branch to '{branch_of(minimum)}' or newer"
+    )
+    if source == "distribution" and not version_text and distribution.lower() == "debian":
+        fix += " with nvidia_driver_source: nvidia (Debian's archive has no newer branch)"
+    return f"{what} is older than {minimum} ({requirement['reasons'][0]}): {fix}"
+
+
 def driver_plan(
     gpus: Sequence[Mapping[str, Any]],
     distribution: str,
@@ -623,49 +604,13 @@ def driver_plan(
             f"nvidia_driver_source {source!r} is not one of {', '.join(SOURCES)}: set nvidia, or distribution"
         )
         return plan
-
-    version_text = str(version or "").strip()
-    branch_text = str(branch or "").strip()
-    if version_text:
-        try:
-            driver_version_tuple(version_text)
-        except ValueError as error:
-            errors.append(f"nvidia_driver_version: {error}")
-            return plan
-        if branch_text and branch_of(version_text) != branch_text:
-            errors.append(
-                f"nvidia_driver_version {version_text} is not on nvidia_driver_branch {branch_text}: "
-                f"set nvidia_driver_branch: '{branch_of(version_text)}' or leave it empty"
-            )
-            return plan
-        branch_text = branch_of(version_text)
-    elif branch_text:
-        if not re.fullmatch(r"\d{3}", branch_text):
-            errors.append(
-                f"nvidia_driver_branch {branch_text!r} is not a driver branch: use its number, for example '580'"
-            )
-            return plan
-    else:
-        branch_text = default_branch(distribution, release, source)
+    pin_error, version_text, branch_text = _pinned_branch(distribution, release, source, branch, version)
+    if pin_error:
+        errors.append(pin_error)
+        return plan
     plan["branch"] = branch_text
-
-    generations = []
-    for gpu in gpus:
-        generation = gpu_generation(gpu)
-        if generation is not None and generation not in generations:
-            generations.append(generation)
-        if generation is None:
-            continue
-        last = GENERATIONS[generation]["last_branch"]
-        label = f"{_gpu_label(gpu)} is {GENERATIONS[generation]['label']}"
-        if generation == "kepler":
-            errors.append(
-                f"{label}: its last driver is R470, which this role does not install; "
-                "remove the card from this host or manage its driver by hand"
-            )
-        elif last is not None and int(branch_text) > int(last):
-            errors.append(f"{label}, supported up to R{last}: set nvidia_driver_branch: '{last}'")
-    plan["generations"] = generations
+    plan["generations"], generation_errors = _generations_and_errors(gpus, branch_text)
+    errors.extend(generation_errors)
 
     try:
         plan["flavour"] = kernel_module_flavour(gpus, flavour, branch_text)
@@ -680,28 +625,14 @@ def driver_plan(
     plan["minimum_driver"] = requirement["minimum_driver"]
     plan["minimum_driver_reasons"] = requirement["reasons"]
     plan["cuda_version"] = requirement["cuda_version"]
-    minimum = requirement["minimum_driver"]
-    if minimum is not None:
-        # A branch-only pin is checked at the newest release of the branch; the role checks the
-        # resolved version again before installing.
-        pinned = version_text or f"{branch_text}.999.99"
-        if not driver_at_least(pinned, minimum):
-            what = f"nvidia_driver_version {version_text}" if version_text else f"branch R{branch_text}"
-            fix = (
-                "set nvidia_driver_version to a newer release"
-                if version_text
-                else f"set nvidia_driver_branch to '{branch_of(minimum)}' or newer"
-            )
-            if source == "distribution" and not version_text and distribution.lower() == "debian":
-                fix += " with nvidia_driver_source: nvidia (Debian's archive has no newer branch)"
-            errors.append(f"{what} is older than {minimum} ({requirement['reasons'][0]}): {fix}")
+    below = _below_minimum(requirement, version_text, branch_text, source, distribution)
+    if below:
+        errors.append(below)
 
     if plan["flavour"] is not None:
         selection = driver_packages(distribution, release, source, branch_text, plan["flavour"], ubuntu_server)
-        plan["packages"] = selection["packages"]
-        plan["companions"] = selection["companions"]
-        plan["anchor"] = selection["anchor"]
-        plan["fabricmanager"] = selection["fabricmanager"]
+        for key in ("packages", "companions", "anchor", "fabricmanager"):
+            plan[key] = selection[key]
     if source == "nvidia":
         try:
             plan["cuda_repo_dir"] = cuda_repo_dir(distribution, release, architecture)

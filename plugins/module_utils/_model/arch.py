@@ -417,6 +417,67 @@ def _rope(text: Mapping) -> Tuple[Optional[str], Optional[float], Optional[int]]
     return (str(rope_type) if rope_type else None), (float(factor) if factor is not None else None), original
 
 
+def _config_parts(config: Any) -> Tuple[Dict[str, Any], Dict[str, Any], str, Sequence[Any], str]:
+    """``(top, text, where, architectures, model_type)`` of a config.json: ``text`` is its ``text_config`` when
+    present (``where`` then names it in messages), else the config itself."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config.json must be a mapping (JSON object), got {type(config).__name__}")
+    top = dict(config)
+    text_raw = top.get("text_config")
+    where = ""
+    if text_raw is not None:
+        if not isinstance(text_raw, Mapping):
+            raise ValueError("config.json key 'text_config' must be a mapping")
+        text = dict(text_raw)
+        where = " (text_config)"
+    else:
+        text = top
+    archs = top.get("architectures") or text.get("architectures") or ()
+    if isinstance(archs, str) or not isinstance(archs, Sequence):
+        raise ValueError("config.json key 'architectures' must be a list of class names")
+    model_type = str(top.get("model_type") or text.get("model_type") or "")
+    if not archs and not model_type:
+        raise ValueError("config.json has neither 'architectures' nor 'model_type'")
+    return top, text, where, archs, model_type
+
+
+_LINEAR_KEYS = (
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+)
+
+
+def _require_linear_keys(text: Mapping, where: str, layer_types: Sequence[str]) -> None:
+    if LAYER_LINEAR in layer_types:
+        for key in _LINEAR_KEYS:
+            if text.get(key) is None:
+                raise ValueError(f"config.json{where} has linear_attention layers but no {key!r}")
+
+
+def _linear_fields(text: Mapping) -> Dict[str, Optional[int]]:
+    """The Gated DeltaNet (linear attention) dimensions of ModelArchitecture."""
+    return {key: _int_or_none(text.get(key), key) for key in _LINEAR_KEYS}
+
+
+def _vision_fields(top: Mapping) -> Dict[str, Any]:
+    """The vision encoder fields of ModelArchitecture, from ``vision_config`` (zero without one)."""
+    vision = top.get("vision_config")
+    vision = dict(vision) if isinstance(vision, Mapping) else {}
+    return {
+        "has_vision": bool(vision),
+        "vision_depth": _int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth") or 0,
+        "vision_hidden_size": _int_or_none(vision.get("hidden_size"), "vision_config.hidden_size") or 0,
+        "vision_intermediate_size": _int_or_none(vision.get("intermediate_size"), "vision_config.intermediate_size")
+        or 0,
+        "vision_patch_size": _int_or_none(vision.get("patch_size"), "vision_config.patch_size") or 0,
+        "vision_spatial_merge_size": _int_or_none(vision.get("spatial_merge_size"), "vision_config.spatial_merge_size")
+        or 0,
+    }
+
+
 @dataclass(frozen=True)
 class ModelArchitecture:
     """Everything the memory budgets need to know about a model, as plain values."""
@@ -468,24 +529,7 @@ class ModelArchitecture:
     @classmethod
     def from_config(cls, config: Mapping, hf_quant_config: Optional[Mapping] = None) -> ModelArchitecture:
         """Build from a parsed config.json (``text_config`` is used when present)."""
-        if not isinstance(config, Mapping):
-            raise ValueError(f"config.json must be a mapping (JSON object), got {type(config).__name__}")
-        top = dict(config)
-        text_raw = top.get("text_config")
-        where = ""
-        if text_raw is not None:
-            if not isinstance(text_raw, Mapping):
-                raise ValueError("config.json key 'text_config' must be a mapping")
-            text = dict(text_raw)
-            where = " (text_config)"
-        else:
-            text = top
-        archs = top.get("architectures") or text.get("architectures") or ()
-        if isinstance(archs, str) or not isinstance(archs, Sequence):
-            raise ValueError("config.json key 'architectures' must be a list of class names")
-        model_type = str(top.get("model_type") or text.get("model_type") or "")
-        if not archs and not model_type:
-            raise ValueError("config.json has neither 'architectures' nor 'model_type'")
+        top, text, where, archs, model_type = _config_parts(config)
 
         num_layers = _required_int(text, where, "num_hidden_layers", "n_layer", "num_layers")
         heads = _required_int(text, where, "num_attention_heads", "n_head")
@@ -502,16 +546,7 @@ class ModelArchitecture:
         else:
             head_dim = _int_or_none(text.get("head_dim"), "head_dim") or hidden // heads
         layer_types, sliding_window = _layer_types(text, num_layers, is_mla)
-        if LAYER_LINEAR in layer_types:
-            for key in (
-                "linear_num_key_heads",
-                "linear_num_value_heads",
-                "linear_key_head_dim",
-                "linear_value_head_dim",
-                "linear_conv_kernel_dim",
-            ):
-                if text.get(key) is None:
-                    raise ValueError(f"config.json{where} has linear_attention layers but no {key!r}")
+        _require_linear_keys(text, where, layer_types)
         rope_type, rope_factor, rope_original = _rope(text)
         num_experts = (
             _int_or_none(_first(text, "num_experts", "num_local_experts", "n_routed_experts"), "num_experts") or 0
@@ -528,8 +563,6 @@ class ModelArchitecture:
             quant_raw = hf_quant_config
         quantization = QuantizationInfo.from_config(quant_raw) if quant_raw is not None else None
         tie = top.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
-        vision = top.get("vision_config")
-        vision = dict(vision) if isinstance(vision, Mapping) else {}
         return cls(
             architecture=str(archs[0]) if archs else "",
             model_type=model_type,
@@ -549,11 +582,7 @@ class ModelArchitecture:
             qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim"), "qk_rope_head_dim"),
             qk_nope_head_dim=_int_or_none(text.get("qk_nope_head_dim"), "qk_nope_head_dim"),
             v_head_dim=_int_or_none(text.get("v_head_dim"), "v_head_dim"),
-            linear_num_key_heads=_int_or_none(text.get("linear_num_key_heads"), "linear_num_key_heads"),
-            linear_num_value_heads=_int_or_none(text.get("linear_num_value_heads"), "linear_num_value_heads"),
-            linear_key_head_dim=_int_or_none(text.get("linear_key_head_dim"), "linear_key_head_dim"),
-            linear_value_head_dim=_int_or_none(text.get("linear_value_head_dim"), "linear_value_head_dim"),
-            linear_conv_kernel_dim=_int_or_none(text.get("linear_conv_kernel_dim"), "linear_conv_kernel_dim"),
+            **_linear_fields(text),
             num_experts=num_experts,
             num_experts_per_tok=_int_or_none(
                 _first(text, "num_experts_per_tok", "experts_per_token"), "num_experts_per_tok"
@@ -573,14 +602,7 @@ class ModelArchitecture:
                 _first(text, "mtp_num_hidden_layers", "num_nextn_predict_layers"), "mtp_num_hidden_layers"
             )
             or 0,
-            has_vision=bool(vision),
-            vision_depth=_int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth") or 0,
-            vision_hidden_size=_int_or_none(vision.get("hidden_size"), "vision_config.hidden_size") or 0,
-            vision_intermediate_size=_int_or_none(vision.get("intermediate_size"), "vision_config.intermediate_size")
-            or 0,
-            vision_patch_size=_int_or_none(vision.get("patch_size"), "vision_config.patch_size") or 0,
-            vision_spatial_merge_size=_int_or_none(vision.get("spatial_merge_size"), "vision_config.spatial_merge_size")
-            or 0,
+            **_vision_fields(top),
             quantization=quantization,
         )
 

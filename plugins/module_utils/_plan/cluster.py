@@ -19,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 CLUSTER_VARS = (
     "inferops_cluster",
@@ -146,34 +146,8 @@ def _gpu_kind(hardware: Mapping[str, Any]) -> List[str]:
     return [str(gpu.get("name") or "") for gpu in hardware.get("gpus") or [] if isinstance(gpu, Mapping)]
 
 
-def plan_cluster(name: str, members: Sequence[Member]) -> Dict[str, Any]:
-    """``{"contexts": {host: ClusterContext}, "findings": [...]}`` for the hosts of one cluster.
-
-    Findings are the cluster's own checks; every member's plan lists them (an error stops every node:
-    a cluster starts whole or not at all). Members are taken in inventory order; the head is the host
-    with ``inferops_cluster_head: true``, else the first.
-    """
-    findings: List[Dict[str, str]] = []
-    if not _NAME_RE.fullmatch(str(name)):
-        findings.append(_finding("cluster-head", f"inferops_cluster must be a name such as lab-2x4090, got {name!r}"))
-    heads = [m.host for m in members if _truthy(m.variables.get("inferops_cluster_head"))]
-    if len(heads) > 1:
-        findings.append(
-            _finding(
-                "cluster-head",
-                f"inferops_cluster_head is true on {', '.join(heads)} in cluster {name}: exactly one host is the "
-                f"head (a value that passes: inferops_cluster_head: true on {heads[0]} only)",
-            )
-        )
-    head = heads[0] if heads else members[0].host
-    ordered = [m for m in members if m.host == head] + [m for m in members if m.host != head]
-    first = ordered[0].variables
-    backend = str(first.get("inferops_cluster_backend") or "ray")
-    if backend not in BACKENDS:
-        findings.append(
-            _finding("cluster-head", f"inferops_cluster_backend must be ray or mp, got {backend!r} (on {head})")
-        )
-        backend = "ray"
+def _add_consistency_findings(name: str, ordered: Sequence[Member], findings: List[Dict[str, str]]) -> None:
+    """What every node must share: engine, vLLM version, backend, model and the engine's Python."""
     for key, check_id, what in (
         ("inferops_engine", "cluster-version", "engine"),
         ("vllm_version", "cluster-version", "vLLM version"),
@@ -208,6 +182,10 @@ def plan_cluster(name: str, members: Sequence[Member]) -> Dict[str, Any]:
                 "need the same on every node; use one distribution release on all of them",
             )
         )
+
+
+def _gpu_counts(name: str, ordered: Sequence[Member], findings: List[Dict[str, str]]) -> Dict[str, int]:
+    """Each node's GPU count; findings for nodes without GPUs, different counts or different GPU models."""
     kinds = {m.host: _gpu_kind(m.hardware) for m in ordered}
     counts = {host: len(kind) for host, kind in kinds.items()}
     if 0 in counts.values():
@@ -233,6 +211,14 @@ def plan_cluster(name: str, members: Sequence[Member]) -> Dict[str, Any]:
                 "warning",
             )
         )
+    return counts
+
+
+def _node_addresses(
+    ordered: Sequence[Member], findings: List[Dict[str, str]]
+) -> Tuple[Dict[str, Optional[str]], Dict[str, Optional[str]]]:
+    """Each node's address and network interface on the cluster network (None where missing or invalid), with
+    findings for missing, invalid, shared and loopback addresses."""
     addresses: Dict[str, Optional[str]] = {}
     interfaces: Dict[str, Optional[str]] = {}
     for member in ordered:
@@ -289,6 +275,40 @@ def plan_cluster(name: str, members: Sequence[Member]) -> Dict[str, Any]:
                     f"inferops_cluster_address of {host} is a loopback address: the other nodes cannot reach it",
                 )
             )
+    return addresses, interfaces
+
+
+def plan_cluster(name: str, members: Sequence[Member]) -> Dict[str, Any]:
+    """``{"contexts": {host: ClusterContext}, "findings": [...]}`` for the hosts of one cluster.
+
+    Findings are the cluster's own checks; every member's plan lists them (an error stops every node:
+    a cluster starts whole or not at all). Members are taken in inventory order; the head is the host
+    with ``inferops_cluster_head: true``, else the first.
+    """
+    findings: List[Dict[str, str]] = []
+    if not _NAME_RE.fullmatch(str(name)):
+        findings.append(_finding("cluster-head", f"inferops_cluster must be a name such as lab-2x4090, got {name!r}"))
+    heads = [m.host for m in members if _truthy(m.variables.get("inferops_cluster_head"))]
+    if len(heads) > 1:
+        findings.append(
+            _finding(
+                "cluster-head",
+                f"inferops_cluster_head is true on {', '.join(heads)} in cluster {name}: exactly one host is the "
+                f"head (a value that passes: inferops_cluster_head: true on {heads[0]} only)",
+            )
+        )
+    head = heads[0] if heads else members[0].host
+    ordered = [m for m in members if m.host == head] + [m for m in members if m.host != head]
+    first = ordered[0].variables
+    backend = str(first.get("inferops_cluster_backend") or "ray")
+    if backend not in BACKENDS:
+        findings.append(
+            _finding("cluster-head", f"inferops_cluster_backend must be ray or mp, got {backend!r} (on {head})")
+        )
+        backend = "ray"
+    _add_consistency_findings(name, ordered, findings)
+    counts = _gpu_counts(name, ordered, findings)
+    addresses, interfaces = _node_addresses(ordered, findings)
     ray_port = _port(first.get("inferops_cluster_ray_port"), DEFAULT_RAY_PORT, "inferops_cluster_ray_port", findings)
     master_port = _port(
         first.get("inferops_cluster_master_port"), DEFAULT_MASTER_PORT, "inferops_cluster_master_port", findings

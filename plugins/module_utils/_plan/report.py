@@ -194,6 +194,46 @@ def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Lis
     return lines
 
 
+def _performance_markdown(performance: Mapping[str, Any]) -> List[str]:
+    """The predicted performance (and the benchmark's measurement beside it), empty without a prediction."""
+    if not performance:
+        return []
+    lines: List[str] = []
+    lines += ["## Performance (predicted)", ""]
+    lines += _markdown_table(
+        ("figure", "value"),
+        [(k, v) for k, v in performance.items() if k not in ("alternatives", "basis", "measured")],
+    )
+    measured: Mapping[str, Any] = performance.get("measured") or {}
+    if measured:
+        lines += ["", f"Measured by the vllm role's benchmark on {measured.get('date')}:", ""]
+        lines += _markdown_table(
+            ("figure", "predicted", "measured", "measured / predicted"),
+            [
+                (
+                    "single-stream decode (tokens/s)",
+                    performance.get("single_stream_decode_tokens_per_s"),
+                    measured.get("decode_tokens_per_s"),
+                    measured.get("decode_ratio"),
+                ),
+                (
+                    f"TTFT (s; predicted for {performance.get('prompt_tokens')} prompt tokens, "
+                    f"measured for {measured.get('prompt_tokens')})",
+                    performance.get("ttft_s"),
+                    measured.get("ttft_s"),
+                    measured.get("ttft_ratio"),
+                ),
+            ],
+        )
+    alternatives: Sequence[Mapping[str, Any]] = performance.get("alternatives") or []
+    if alternatives:
+        keys = list(alternatives[0])
+        lines += ["", "Alternatives:", ""]
+        lines += _markdown_table(keys, [[entry.get(key) for key in keys] for entry in alternatives])
+    lines += ["", f"Basis: {performance.get('basis')}.", ""]
+    return lines
+
+
 def render_markdown(plan: Mapping[str, Any]) -> str:
     """The Markdown report of one host's plan."""
     model = plan.get("model") or {}
@@ -223,40 +263,7 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
         ],
     )
     lines += ["", "## Layout", "", f"{_layout_text(layout)} on GPUs {layout.get('gpus')}: {layout.get('reason')}", ""]
-    performance: Mapping[str, Any] = plan.get("performance") or {}
-    if performance:
-        lines += ["## Performance (predicted)", ""]
-        lines += _markdown_table(
-            ("figure", "value"),
-            [(k, v) for k, v in performance.items() if k not in ("alternatives", "basis", "measured")],
-        )
-        measured: Mapping[str, Any] = performance.get("measured") or {}
-        if measured:
-            lines += ["", f"Measured by the vllm role's benchmark on {measured.get('date')}:", ""]
-            lines += _markdown_table(
-                ("figure", "predicted", "measured", "measured / predicted"),
-                [
-                    (
-                        "single-stream decode (tokens/s)",
-                        performance.get("single_stream_decode_tokens_per_s"),
-                        measured.get("decode_tokens_per_s"),
-                        measured.get("decode_ratio"),
-                    ),
-                    (
-                        f"TTFT (s; predicted for {performance.get('prompt_tokens')} prompt tokens, "
-                        f"measured for {measured.get('prompt_tokens')})",
-                        performance.get("ttft_s"),
-                        measured.get("ttft_s"),
-                        measured.get("ttft_ratio"),
-                    ),
-                ],
-            )
-        alternatives: Sequence[Mapping[str, Any]] = performance.get("alternatives") or []
-        if alternatives:
-            keys = list(alternatives[0])
-            lines += ["", "Alternatives:", ""]
-            lines += _markdown_table(keys, [[entry.get(key) for key in keys] for entry in alternatives])
-        lines += ["", f"Basis: {performance.get('basis')}.", ""]
+    lines += _performance_markdown(plan.get("performance") or {})
     lines += ["## Memory", ""]
     summary = [(key, memory.get(key)) for key in memory if key != "per_gpu"]
     lines += _markdown_table(("figure", "value"), summary)

@@ -485,6 +485,123 @@ def add_check(checks: List[Dict[str, str]], check_id: str, severity: str, messag
     checks.append({"id": check_id, "severity": severity, "message": message})
 
 
+def _layer_costs(
+    shape: Mapping[str, Any],
+    weights_bytes: int,
+    projector_bytes: int,
+    cells: int,
+    num_parallel: int,
+    num_batch: int,
+    kv_cache_type: str,
+) -> Tuple[List[Tuple[int, int, int]], int]:
+    """Per decoder layer (weights, KV cache, recurrent state) bytes, and the output layer's bytes (with the
+    projector's)."""
+    blocks = int(shape["block_count"])
+    kv_layers = kv_bytes_per_layer(shape, cells, num_parallel, num_batch, kv_cache_type)
+    heads_kv = _per_layer_kv_heads(shape)
+    recurrent_layers = heads_kv.count(0)
+    rs_per_layer = (
+        recurrent_state_bytes_per_sequence(shape) // recurrent_layers * num_parallel if recurrent_layers else 0
+    )
+    layer_weights, output_bytes = _layer_weights(shape, weights_bytes)
+    output_bytes += int(projector_bytes)
+    layers = [(layer_weights[i], kv_layers[i], rs_per_layer if heads_kv[i] == 0 else 0) for i in range(blocks)]
+    return layers, output_bytes
+
+
+def _checked_inputs(
+    gpu_list: List[Dict[str, Any]], shape: Mapping[str, Any], weights_bytes: Any, settings: Mapping[str, Any]
+) -> int:
+    """The weights' size, after refusing inputs the budget cannot use (no GPU, no layer count, no size, settings
+    that were not resolved)."""
+    if not gpu_list:
+        raise OllamaBudgetError("gpus: no GPU given; declare the host's GPUs in inventory or gather gpu_facts first")
+    if not shape.get("block_count"):
+        raise OllamaBudgetError("inferops_model: the architecture has no layer count (block_count)")
+    weights_bytes = int(weights_bytes or 0)
+    if weights_bytes <= 0:
+        raise OllamaBudgetError("inferops_model.weights_bytes: the GGUF file size is unknown; set weights_bytes")
+    missing = [name for name in RESOLVED_SETTINGS if name not in settings]
+    if missing:
+        raise OllamaBudgetError(
+            "the Ollama budget takes resolved settings (settings.resolve_ollama_settings); "
+            f"missing: {', '.join(missing)}"
+        )
+    return weights_bytes
+
+
+def _offload(
+    era: str,
+    gpu_list: List[Dict[str, Any]],
+    layers: List[Tuple[int, int, int]],
+    output_bytes: int,
+    compute: int,
+    reserve: int,
+    num_gpu: Any,
+) -> Tuple[int, List[Dict[str, Any]]]:
+    """How many layers go to the GPUs, and each GPU's share. num_gpu is passed as -ngl and obeyed; otherwise the
+    engine fits layers, keeping a margin free (llama.cpp --fit: 1024 MiB; the older estimate: one spare layer)."""
+    blocks = len(layers)
+    if num_gpu is not None:
+        offloaded = max(0, min(int(num_gpu), blocks + 1))
+        return offloaded, _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
+    margin = FIT_TARGET_BYTES if era == "llama_server" else sum(layers[0]) if era == "estimate" else 0
+    offloaded = blocks + 1
+    while True:
+        per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
+        if offloaded == 0 or all(g["used_bytes"] + margin <= g["total_bytes"] for g in per_gpu):
+            return offloaded, per_gpu
+        offloaded -= 1
+
+
+def _add_offload_checks(
+    checks: List[Dict[str, str]], per_gpu: List[Dict[str, Any]], offloaded: int, blocks: int
+) -> None:
+    for gpu in per_gpu:
+        if gpu["used_bytes"] > gpu["total_bytes"]:
+            add_check(
+                checks,
+                "ollama-vram-exceeded",
+                "error",
+                f"GPU {gpu['index']}: {gpu['used_bytes'] / GIB:.2f} GiB needed, {gpu['total_bytes'] / GIB:.2f} GiB "
+                f"present with num_gpu {offloaded}; lower ollama_context_length or ollama_num_gpu, or pick a "
+                "smaller quantization",
+            )
+    if offloaded < blocks + 1:
+        add_check(
+            checks,
+            "ollama-partial-offload",
+            "warning",
+            f"{offloaded} of {blocks + 1} layers are on the GPUs; the rest run on the CPU, much slower",
+        )
+
+
+def _memory_summary(
+    per_gpu: List[Dict[str, Any]], weights_bytes: int, reserve: int, total_context: int, num_parallel: int
+) -> Dict[str, Any]:
+    """The budget's memory totals over the GPUs used."""
+    used = sum(g["used_bytes"] for g in per_gpu)
+    kv_total = sum(g["kv_cache_bytes"] for g in per_gpu)
+    rs_total = sum(g["recurrent_state_bytes"] for g in per_gpu)
+    memory = {
+        "weights_bytes": weights_bytes,
+        "weights_on_gpu_bytes": sum(g["weights_bytes"] for g in per_gpu),
+        "kv_cache_bytes": kv_total,
+        "recurrent_state_bytes": rs_total,
+        "compute_bytes": sum(g["compute_bytes"] for g in per_gpu),
+        "reserve_bytes": reserve * len(per_gpu),
+        "vram_used_bytes": used,
+        "gpu_total_gib": round(sum(g["total_bytes"] for g in per_gpu) / GIB, 3),
+        "weights_gib": round(sum(g["weights_bytes"] for g in per_gpu) / GIB, 3),
+        "kv_cache_gib": round((kv_total + rs_total) / GIB, 3),
+        "overhead_gib": round(sum(g["compute_bytes"] + g["reserve_bytes"] for g in per_gpu) / GIB, 3),
+        "vram_used_gib": round(used / GIB, 3),
+        "kv_cache_tokens": total_context,
+        "max_concurrency": num_parallel,
+    }
+    return memory
+
+
 def ollama_budget(
     ollama_version: str,
     model: Mapping[str, Any],
@@ -506,19 +623,7 @@ def ollama_budget(
     gpu_list = [dict(g) for g in gpus]
     checks: List[Dict[str, str]] = []
     sources: Dict[str, str] = {}
-    if not gpu_list:
-        raise OllamaBudgetError("gpus: no GPU given; declare the host's GPUs in inventory or gather gpu_facts first")
-    if not shape.get("block_count"):
-        raise OllamaBudgetError("inferops_model: the architecture has no layer count (block_count)")
-    weights_bytes = int(weights_bytes or 0)
-    if weights_bytes <= 0:
-        raise OllamaBudgetError("inferops_model.weights_bytes: the GGUF file size is unknown; set weights_bytes")
-    missing = [name for name in RESOLVED_SETTINGS if name not in settings]
-    if missing:
-        raise OllamaBudgetError(
-            "the Ollama budget takes resolved settings (settings.resolve_ollama_settings); "
-            f"missing: {', '.join(missing)}"
-        )
+    weights_bytes = _checked_inputs(gpu_list, shape, weights_bytes, settings)
     context_length = int(settings["context_length"])
     num_parallel = int(settings["num_parallel"])
     kv_cache_type = str(settings["kv_cache_type"])
@@ -541,15 +646,9 @@ def ollama_budget(
 
     blocks = int(shape["block_count"])
     cells = _pad(total_context, KV_CELL_PADDING)
-    kv_layers = kv_bytes_per_layer(shape, cells, num_parallel, num_batch, kv_cache_type)
-    heads_kv = _per_layer_kv_heads(shape)
-    recurrent_layers = heads_kv.count(0)
-    rs_per_layer = (
-        recurrent_state_bytes_per_sequence(shape) // recurrent_layers * num_parallel if recurrent_layers else 0
+    layers, output_bytes = _layer_costs(
+        shape, weights_bytes, projector_bytes, cells, num_parallel, num_batch, kv_cache_type
     )
-    layer_weights, output_bytes = _layer_weights(shape, weights_bytes)
-    output_bytes += int(projector_bytes)
-    layers = [(layer_weights[i], kv_layers[i], rs_per_layer if heads_kv[i] == 0 else 0) for i in range(blocks)]
     compute = compute_buffer_bytes(shape, num_batch, cells, flash_attention)
 
     # Which GPUs: without OLLAMA_SCHED_SPREAD Ollama prefers the fewest GPUs that hold everything.
@@ -559,59 +658,12 @@ def ollama_budget(
         if whole + FIT_TARGET_BYTES <= totals[largest]:
             gpu_list = [gpu_list[largest]]
 
-    # How many layers: num_gpu is passed as -ngl and obeyed; otherwise the engine fits layers,
-    # keeping a margin free (llama.cpp --fit: 1024 MiB; the older estimate: one spare layer).
-    if num_gpu is not None:
-        offloaded = max(0, min(int(num_gpu), blocks + 1))
-        sources["num_gpu"] = "inventory"
-        per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
-    else:
-        sources["num_gpu"] = "default"
-        margin = FIT_TARGET_BYTES if era == "llama_server" else sum(layers[0]) if era == "estimate" else 0
-        offloaded = blocks + 1
-        while True:
-            per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
-            if offloaded == 0 or all(g["used_bytes"] + margin <= g["total_bytes"] for g in per_gpu):
-                break
-            offloaded -= 1
+    offloaded, per_gpu = _offload(era, gpu_list, layers, output_bytes, compute, reserve, num_gpu)
+    sources["num_gpu"] = "default" if num_gpu is None else "inventory"
 
-    for gpu in per_gpu:
-        if gpu["used_bytes"] > gpu["total_bytes"]:
-            add_check(
-                checks,
-                "ollama-vram-exceeded",
-                "error",
-                f"GPU {gpu['index']}: {gpu['used_bytes'] / GIB:.2f} GiB needed, {gpu['total_bytes'] / GIB:.2f} GiB "
-                f"present with num_gpu {offloaded}; lower ollama_context_length or ollama_num_gpu, or pick a "
-                "smaller quantization",
-            )
-    if offloaded < blocks + 1:
-        add_check(
-            checks,
-            "ollama-partial-offload",
-            "warning",
-            f"{offloaded} of {blocks + 1} layers are on the GPUs; the rest run on the CPU, much slower",
-        )
+    _add_offload_checks(checks, per_gpu, offloaded, blocks)
 
-    used = sum(g["used_bytes"] for g in per_gpu)
-    kv_total = sum(g["kv_cache_bytes"] for g in per_gpu)
-    rs_total = sum(g["recurrent_state_bytes"] for g in per_gpu)
-    memory = {
-        "weights_bytes": weights_bytes,
-        "weights_on_gpu_bytes": sum(g["weights_bytes"] for g in per_gpu),
-        "kv_cache_bytes": kv_total,
-        "recurrent_state_bytes": rs_total,
-        "compute_bytes": sum(g["compute_bytes"] for g in per_gpu),
-        "reserve_bytes": reserve * len(per_gpu),
-        "vram_used_bytes": used,
-        "gpu_total_gib": round(sum(g["total_bytes"] for g in per_gpu) / GIB, 3),
-        "weights_gib": round(sum(g["weights_bytes"] for g in per_gpu) / GIB, 3),
-        "kv_cache_gib": round((kv_total + rs_total) / GIB, 3),
-        "overhead_gib": round(sum(g["compute_bytes"] + g["reserve_bytes"] for g in per_gpu) / GIB, 3),
-        "vram_used_gib": round(used / GIB, 3),
-        "kv_cache_tokens": total_context,
-        "max_concurrency": num_parallel,
-    }
+    memory = _memory_summary(per_gpu, weights_bytes, reserve, total_context, num_parallel)
     return {
         "engine_version": ".".join(str(p) for p in version),
         "era": era,

@@ -58,6 +58,133 @@ class OllamaSettings:
     checks: List[Dict[str, str]] = field(default_factory=list)
 
 
+Checks = List[Dict[str, str]]
+
+
+def _add_version_checks(checks: Checks, ollama_version: str, version: Tuple[int, ...], arch: str) -> None:
+    """A version newer than the traced source; an architecture the version cannot load."""
+    if version[:2] > VERIFIED_UP_TO[:2]:
+        add_check(
+            checks,
+            "ollama-version-unverified",
+            "info",
+            f"Ollama {ollama_version} is newer than the source this budget was traced to ({_VERIFIED}); "
+            f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
+        )
+    if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
+        add_check(
+            checks,
+            "ollama-arch-unsupported",
+            "error",
+            f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
+        )
+
+
+def _resolve_context_length(
+    context_length: Optional[int],
+    version: Tuple[int, ...],
+    totals: List[int],
+    gpu_overhead_bytes: int,
+    trained: int,
+    checks: Checks,
+    sources: Dict[str, str],
+) -> int:
+    if context_length is None:
+        context_length, sources["context_length"] = (
+            default_context_length(version, sum(totals), gpu_overhead_bytes),
+            "default",
+        )
+    else:
+        context_length, sources["context_length"] = int(context_length), "inventory"
+    if context_length <= 0:
+        raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
+    if trained and context_length > trained:
+        add_check(
+            checks,
+            "ollama-context-clamped",
+            "warning",
+            f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
+        )
+        context_length = trained
+    return context_length
+
+
+def _resolve_num_parallel(
+    num_parallel: Optional[int],
+    arch: str,
+    version: Tuple[int, ...],
+    ollama_version: str,
+    checks: Checks,
+    sources: Dict[str, str],
+) -> int:
+    if num_parallel is None:
+        num_parallel, sources["num_parallel"] = 1, "default"
+    else:
+        num_parallel, sources["num_parallel"] = int(num_parallel), "inventory"
+    if num_parallel < 1:
+        raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
+    if num_parallel > 1 and forced_single_parallel(arch, version):
+        add_check(
+            checks,
+            "ollama-parallel-forced",
+            "warning",
+            f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
+            f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
+        )
+        num_parallel, sources["num_parallel"] = 1, "forced by Ollama"
+    return num_parallel
+
+
+def _resolve_flash_attention(
+    flash_attention: Optional[bool],
+    gpu_list: List[Dict[str, Any]],
+    era: str,
+    arch: str,
+    checks: Checks,
+    sources: Dict[str, str],
+) -> bool:
+    fa_supported = flash_attention_supported(gpu_list)
+    if flash_attention is None:
+        sources["flash_attention"] = "default"
+        # llama-server gets --flash-attn auto; the older runners enable it per architecture.
+        flash_attention = fa_supported and (era == "llama_server" or arch in FLASH_ATTENTION_DEFAULT_ARCHS)
+    else:
+        flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
+        if flash_attention and not fa_supported:
+            add_check(
+                checks,
+                "ollama-flash-attention-gpu",
+                "warning",
+                "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
+            )
+            flash_attention = False
+    return flash_attention
+
+
+def _kv_cache_without_flash_attention(
+    kv_cache_type: str, era: str, ollama_version: str, checks: Checks, sources: Dict[str, str]
+) -> str:
+    """A quantized KV cache without flash attention: refused by llama-server, f16 before it."""
+    if era == "llama_server":
+        add_check(
+            checks,
+            "ollama-kv-quantized-without-fa",
+            "error",
+            f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
+            "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
+        )
+    else:
+        add_check(
+            checks,
+            "ollama-kv-quantized-without-fa",
+            "warning",
+            f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
+            "and uses f16; the budget counts f16",
+        )
+        kv_cache_type, sources["kv_cache_type"] = "f16", "fallback (no flash attention)"
+    return kv_cache_type
+
+
 def resolve_ollama_settings(
     ollama_version: str,
     model: Mapping[str, Any],
@@ -91,58 +218,16 @@ def resolve_ollama_settings(
     checks: List[Dict[str, str]] = []
     sources: Dict[str, str] = {}
 
-    if version[:2] > VERIFIED_UP_TO[:2]:
-        add_check(
-            checks,
-            "ollama-version-unverified",
-            "info",
-            f"Ollama {ollama_version} is newer than the source this budget was traced to ({_VERIFIED}); "
-            f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
-        )
-    if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
-        add_check(
-            checks,
-            "ollama-arch-unsupported",
-            "error",
-            f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
-        )
+    _add_version_checks(checks, ollama_version, version, arch)
 
     totals = [gpu_total(g) for g in gpu_list]
     trained = int(shape.get("context_length") or 0)
 
-    if context_length is None:
-        context_length, sources["context_length"] = (
-            default_context_length(version, sum(totals), gpu_overhead_bytes),
-            "default",
-        )
-    else:
-        context_length, sources["context_length"] = int(context_length), "inventory"
-    if context_length <= 0:
-        raise OllamaBudgetError(f"ollama_context_length must be a positive number of tokens, got {context_length}")
-    if trained and context_length > trained:
-        add_check(
-            checks,
-            "ollama-context-clamped",
-            "warning",
-            f"ollama_context_length {context_length} exceeds the model's trained context {trained}; Ollama clamps it",
-        )
-        context_length = trained
+    context_length = _resolve_context_length(
+        context_length, version, totals, gpu_overhead_bytes, trained, checks, sources
+    )
 
-    if num_parallel is None:
-        num_parallel, sources["num_parallel"] = 1, "default"
-    else:
-        num_parallel, sources["num_parallel"] = int(num_parallel), "inventory"
-    if num_parallel < 1:
-        raise OllamaBudgetError(f"ollama_num_parallel must be 1 or more, got {num_parallel}")
-    if num_parallel > 1 and forced_single_parallel(arch, version):
-        add_check(
-            checks,
-            "ollama-parallel-forced",
-            "warning",
-            f"Ollama {ollama_version} serves {arch} models one request at a time (server/sched.go forces "
-            f"num_parallel=1): ollama_num_parallel {num_parallel} is ignored and the KV cache holds one sequence",
-        )
-        num_parallel, sources["num_parallel"] = 1, "forced by Ollama"
+    num_parallel = _resolve_num_parallel(num_parallel, arch, version, ollama_version, checks, sources)
 
     if kv_cache_type is None:
         kv_cache_type, sources["kv_cache_type"] = "f16", "default"
@@ -153,40 +238,10 @@ def resolve_ollama_settings(
             f"ollama_kv_cache_type {kv_cache_type!r} is not accepted by Ollama; use f16, q8_0 or q4_0"
         )
 
-    fa_supported = flash_attention_supported(gpu_list)
-    if flash_attention is None:
-        sources["flash_attention"] = "default"
-        # llama-server gets --flash-attn auto; the older runners enable it per architecture.
-        flash_attention = fa_supported and (era == "llama_server" or arch in FLASH_ATTENTION_DEFAULT_ARCHS)
-    else:
-        flash_attention, sources["flash_attention"] = bool(flash_attention), "inventory"
-        if flash_attention and not fa_supported:
-            add_check(
-                checks,
-                "ollama-flash-attention-gpu",
-                "warning",
-                "a GPU below compute capability 6.0 (or 7.2) cannot use flash attention; Ollama turns it off",
-            )
-            flash_attention = False
+    flash_attention = _resolve_flash_attention(flash_attention, gpu_list, era, arch, checks, sources)
 
     if kv_cache_type != "f16" and not flash_attention:
-        if era == "llama_server":
-            add_check(
-                checks,
-                "ollama-kv-quantized-without-fa",
-                "error",
-                f"ollama_kv_cache_type {kv_cache_type} needs flash attention (llama-server refuses a quantized V "
-                "cache without it); set ollama_flash_attention: true or ollama_kv_cache_type: f16",
-            )
-        else:
-            add_check(
-                checks,
-                "ollama-kv-quantized-without-fa",
-                "warning",
-                f"Ollama {ollama_version} ignores ollama_kv_cache_type {kv_cache_type} without flash attention "
-                "and uses f16; the budget counts f16",
-            )
-            kv_cache_type, sources["kv_cache_type"] = "f16", "fallback (no flash attention)"
+        kv_cache_type = _kv_cache_without_flash_attention(kv_cache_type, era, ollama_version, checks, sources)
 
     sources["gpu_overhead_bytes"] = "inventory" if gpu_overhead_bytes else "default"
     sources["sched_spread"] = "inventory" if sched_spread else "default"

@@ -704,6 +704,129 @@ def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead,
     return stages
 
 
+def _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw):
+    """``(kv_bytes, layout, num_blocks, limit)`` of the stage with the fewest blocks; ``limit``: the derived
+    max_model_len. An "auto" max_model_len in ``values`` is replaced by the longest that fits."""
+    pinned = values["kv_cache_memory_bytes"]
+    probe = dict(values)
+    limit = derived_max_model_len(arch, version)
+    if probe["max_model_len"] == "auto":
+        probe["max_model_len"] = limit
+    stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
+    kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
+    if values["max_model_len"] == "auto":
+        fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
+        values["max_model_len"] = probe["max_model_len"] = fitted
+        stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
+        kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
+    return kv_bytes, layout, num_blocks, limit
+
+
+def _max_model_len_findings(max_len: int, limit: int) -> List[Dict[str, str]]:
+    findings: List[Dict[str, str]] = []
+    if max_len > limit:
+        message = (
+            f"User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
+            f"(max_position_embeddings={limit} in model's config.json). To allow "
+            "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+        )
+        findings.append(_finding("error", "vllm_max_model_len_too_long", message))
+    return findings
+
+
+def _start_findings(
+    version,
+    arch,
+    values,
+    tp,
+    layout,
+    kv_bytes,
+    num_blocks,
+    requested,
+    gpu_total_bytes,
+    after_start,
+    model_overhead,
+    overhead,
+    measured_overhead_bytes,
+    pinned,
+):
+    """The findings about the start (memory, the sampler's uncertain warm-up, vision profiling, prefill) and the
+    range of the KV cache size ``[low, high]``."""
+    findings: List[Dict[str, str]] = []
+    memory = _memory_findings(
+        version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start
+    )
+    kv_range = [kv_bytes, kv_bytes]
+    alternative = model_overhead["charged_bytes_alternative"]
+    uncertain = None
+    if alternative is not None and measured_overhead_bytes is None and pinned is None:
+        # The headline charges the uncertain term's larger end (conservative); the other end is the range's
+        # top. Where only that end starts, the start depends on the term: a warning, not an error.
+        alternative_kv = kv_bytes - (alternative - overhead)
+        kv_range = sorted([kv_bytes, alternative_kv])
+        blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
+        other = _memory_findings(
+            version, arch, values, layout, alternative_kv, blocks, requested, gpu_total_bytes, after_start
+        )
+        fails = _has_error(memory) and not _has_error(other)
+        if fails:
+            memory = other
+        uncertain = _sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv, fails)
+    findings.extend(memory)
+    if uncertain is not None:
+        findings.append(uncertain)
+    if model_overhead["vision_profile"] and measured_overhead_bytes is None and pinned is None:
+        findings.append(_vision_finding(model_overhead))
+    findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
+    return findings, kv_range
+
+
+def _weights_report(per_rank, loaded, overhead, measured_overhead_bytes, model_overhead) -> Dict[str, Any]:
+    """The weights and non-KV overhead part of the budget."""
+    return {
+        "weights_bytes": max(per_rank),
+        "weights_gib": max(per_rank) / GIB,
+        "weights_per_rank_bytes": per_rank,
+        "weights_total_bytes": loaded.total_bytes,
+        "weights_source": loaded.source,
+        "overhead_bytes": overhead,
+        "overhead_gib": overhead / GIB,
+        "overhead_source": "model" if measured_overhead_bytes is None else "measured",
+        "overhead": model_overhead,
+    }
+
+
+def _vram_after_start(version, per_rank, overhead, kv_bytes, model_overhead) -> int:
+    """Memory in use on the worst GPU after startup, CUDA graphs included."""
+    cudagraph = model_overhead["cudagraph_bytes"]
+    after_start = max(per_rank) + overhead + max(kv_bytes, 0)
+    if not version.cudagraph_memory_charged:
+        after_start += cudagraph
+    return after_start
+
+
+def _kv_report(version, layout, kv_bytes, pinned, kv_range, num_blocks, capacity, max_len) -> Dict[str, Any]:
+    """The KV cache part of the budget, with the log lines the release prints about it."""
+    kv_source = "kv_cache_memory_bytes" if pinned is not None else "profiled"
+    tokens, concurrency = capacity["kv_cache_tokens"], capacity["max_concurrency"]
+    return {
+        "kv_cache_bytes": kv_bytes,
+        "kv_cache_gib": kv_bytes / GIB,
+        "kv_cache_source": kv_source,
+        "kv_cache_range_bytes": kv_range,
+        "layout": layout,
+        "block_size": layout["block_size"],
+        "num_blocks": num_blocks,
+        "kv_cache_tokens": tokens,
+        "max_concurrency": concurrency,
+        "max_model_len": max_len,
+        "log_lines": [
+            f"Available KV cache memory: {format_gib(version, kv_bytes)} GiB",
+            *format_capacity_log(version, tokens, max_len, concurrency),
+        ],
+    }
+
+
 def vllm_memory_budget(
     arch: ModelArchitecture,
     vllm_version: Any,
@@ -746,58 +869,28 @@ def vllm_memory_budget(
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]
-    kv_source = "kv_cache_memory_bytes" if pinned is not None else "profiled"
-    findings: List[Dict[str, str]] = []
-    probe = dict(values)
-    limit = derived_max_model_len(arch, version)
-    if probe["max_model_len"] == "auto":
-        probe["max_model_len"] = limit
-    stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-    kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
-    if values["max_model_len"] == "auto":
-        fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
-        values["max_model_len"] = probe["max_model_len"] = fitted
-        stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-        kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
+    kv_bytes, layout, num_blocks, limit = _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw)
     max_len = int(values["max_model_len"])
-    if max_len > limit:
-        message = (
-            f"User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
-            f"(max_position_embeddings={limit} in model's config.json). To allow "
-            "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
-        )
-        findings.append(_finding("error", "vllm_max_model_len_too_long", message))
+    findings = _max_model_len_findings(max_len, limit)
     capacity = kv_capacity(version, layout, kv_bytes)
-    tokens, concurrency = capacity["kv_cache_tokens"], capacity["max_concurrency"]
-    cudagraph = model_overhead["cudagraph_bytes"]
-    after_start = max(per_rank) + overhead + max(kv_bytes, 0)
-    if not version.cudagraph_memory_charged:
-        after_start += cudagraph
-    memory = _memory_findings(
-        version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start
+    after_start = _vram_after_start(version, per_rank, overhead, kv_bytes, model_overhead)
+    start, kv_range = _start_findings(
+        version,
+        arch,
+        values,
+        tp,
+        layout,
+        kv_bytes,
+        num_blocks,
+        requested,
+        gpu_total_bytes,
+        after_start,
+        model_overhead,
+        overhead,
+        measured_overhead_bytes,
+        pinned,
     )
-    kv_range = [kv_bytes, kv_bytes]
-    alternative = model_overhead["charged_bytes_alternative"]
-    uncertain = None
-    if alternative is not None and measured_overhead_bytes is None and pinned is None:
-        # The headline charges the uncertain term's larger end (conservative); the other end is the range's
-        # top. Where only that end starts, the start depends on the term: a warning, not an error.
-        alternative_kv = kv_bytes - (alternative - overhead)
-        kv_range = sorted([kv_bytes, alternative_kv])
-        blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
-        other = _memory_findings(
-            version, arch, values, layout, alternative_kv, blocks, requested, gpu_total_bytes, after_start
-        )
-        fails = _has_error(memory) and not _has_error(other)
-        if fails:
-            memory = other
-        uncertain = _sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv, fails)
-    findings.extend(memory)
-    if uncertain is not None:
-        findings.append(uncertain)
-    if model_overhead["vision_profile"] and measured_overhead_bytes is None and pinned is None:
-        findings.append(_vision_finding(model_overhead))
-    findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
+    findings.extend(start)
     return {
         "vllm_version": version.text,
         "version_behaviour": version.to_dict(),
@@ -808,29 +901,8 @@ def vllm_memory_budget(
         "gpu_total_gib": gpu_total_bytes / GIB,
         "requested_bytes": requested,
         "requested_gib": requested / GIB,
-        "weights_bytes": max(per_rank),
-        "weights_gib": max(per_rank) / GIB,
-        "weights_per_rank_bytes": per_rank,
-        "weights_total_bytes": loaded.total_bytes,
-        "weights_source": loaded.source,
-        "overhead_bytes": overhead,
-        "overhead_gib": overhead / GIB,
-        "overhead_source": "model" if measured_overhead_bytes is None else "measured",
-        "overhead": model_overhead,
-        "kv_cache_bytes": kv_bytes,
-        "kv_cache_gib": kv_bytes / GIB,
-        "kv_cache_source": kv_source,
-        "kv_cache_range_bytes": kv_range,
-        "layout": layout,
-        "block_size": layout["block_size"],
-        "num_blocks": num_blocks,
-        "kv_cache_tokens": tokens,
-        "max_concurrency": concurrency,
-        "max_model_len": max_len,
-        "log_lines": [
-            f"Available KV cache memory: {format_gib(version, kv_bytes)} GiB",
-            *format_capacity_log(version, tokens, max_len, concurrency),
-        ],
+        **_weights_report(per_rank, loaded, overhead, measured_overhead_bytes, model_overhead),
+        **_kv_report(version, layout, kv_bytes, pinned, kv_range, num_blocks, capacity, max_len),
         "vram_used_bytes": after_start,
         "vram_used_gib": after_start / GIB,
         "findings": findings,

@@ -5,9 +5,10 @@
 One record per release (``releases``), each field read from that release's source or wheel, with the
 field's source in ``fields``; parser names as version ranges (the architectures each release's model
 registry lists: ``architectures.py``). A pinned version without a record of its own (a patch not
-published, e.g. 0.33.5) uses the newest record before it. Versions before 0.10.0 (V0 engine) are refused;
-so are versions after the newest record's minor (``NEWEST_KNOWN``: their memory behaviour has not been
-read yet). Adding a release: docs/architecture.md.
+published, e.g. 0.33.5) uses the newest record before it. Versions before 0.10.0 are refused (not modelled:
+their records say ``modelled: false``; V1 is the default engine from 0.8.0, vLLM PR #13726, with V0 as the
+fallback until 0.11.0 removed it); so are versions after the newest record's minor (``NEWEST_KNOWN``: their
+memory behaviour has not been read yet). Adding a release: docs/architecture.md.
 
 Public API:
 
@@ -164,7 +165,7 @@ def vllm_version(text: str) -> VllmVersion:
     number = parse_vllm_version(text)
     if number < OLDEST_SUPPORTED:
         raise ValueError(
-            f"vllm_version {text!r} predates 0.10.0 (V0 engine): its memory profile is not modelled; "
+            f"vllm_version {text!r} predates 0.10.0, the oldest release whose memory profile is modelled; "
             "pin 0.10.0 or newer"
         )
     if number > NEWEST_KNOWN:
@@ -226,8 +227,9 @@ def uses_model_runner_v2(
 
 
 NOT_MODELLED_STEP = (
-    "V0 engine (vLLM before {oldest}): its per-step scheduler and sampler costs are not modelled, and the plan "
-    "refuses these releases; predicted with the V1 costs"
+    "vLLM before {oldest}: its per-step scheduler and sampler costs are not modelled (the V0 engine before 0.8.0; "
+    "V1 by default from 0.8.0, vLLM PR #13726, with V0 where V1 lacked support), and the plan refuses these "
+    "releases; predicted with the V1 costs"
 )
 
 

@@ -15,7 +15,7 @@ the planner loop (``_plan/planner.py``) resolves again until nothing changes. No
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
@@ -41,6 +41,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     FAMILIES,
     REASONING_PARSERS,
     TOOL_PARSERS,
+    Family,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
@@ -269,26 +270,17 @@ def _switched_off(inventory: Mapping[str, Any]) -> frozenset:
     return frozenset(name for name in SWITCHABLE if str(inventory.get(name) or "").strip().lower() == SWITCH_OFF)
 
 
-def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: frozenset = frozenset()) -> Dict[str, Entry]:
-    """The plan's values for settings the inventory left unset that do not depend on the memory budget.
-
-    off: settings the inventory switched off (``vllm_<name>: none``): no value, whatever the family.
-    """
-    vv, ver = ctx.version, ctx.version.number
-    arch = as_dict(ctx.checkpoint)
-    hybrid = bool(arch.get("is_hybrid"))
-    cc = ctx.min_capability
-    out: Dict[str, Entry] = {}
-
-    def given(name: str) -> bool:
-        return not _unset(inventory.get(name))
-
-    def choose(name: str, value: Any, reason: str, source: str = "chosen") -> None:
-        out[name] = _entry(value, source, reason)
-
-    family = FAMILIES.get(model_family(arch, ctx.repo) or "")
-    for name in off:
-        choose(name, None, f"switched off in the inventory (vllm_{name}: {SWITCH_OFF})", "inventory")
+def _parser_choices(
+    family: Optional[Family],
+    ver: Tuple[int, ...],
+    inventory: Mapping[str, Any],
+    off: frozenset,
+    out: Dict[str, Entry],
+    given: Callable[[str], bool],
+    choose: Callable[..., None],
+) -> None:
+    """The family's tool-call parser (and auto tool choice with it) and reasoning parser, for the ones the
+    inventory left unset and did not switch off; ``given`` and ``choose`` are _plan_choices' own."""
     if not given("tool_call_parser") and "tool_call_parser" not in off:
         parser = first_available(TOOL_PARSERS, family.tool, ver) if family else None
         if parser:
@@ -309,6 +301,29 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
             choose("reasoning_parser", parser, f"{family.name} family emits <think> blocks split by '{parser}'")
         else:
             choose("reasoning_parser", None, "the model family has no reasoning parser", "default")
+
+
+def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: frozenset = frozenset()) -> Dict[str, Entry]:
+    """The plan's values for settings the inventory left unset that do not depend on the memory budget.
+
+    off: settings the inventory switched off (``vllm_<name>: none``): no value, whatever the family.
+    """
+    vv, ver = ctx.version, ctx.version.number
+    arch = as_dict(ctx.checkpoint)
+    hybrid = bool(arch.get("is_hybrid"))
+    cc = ctx.min_capability
+    out: Dict[str, Entry] = {}
+
+    def given(name: str) -> bool:
+        return not _unset(inventory.get(name))
+
+    def choose(name: str, value: Any, reason: str, source: str = "chosen") -> None:
+        out[name] = _entry(value, source, reason)
+
+    family = FAMILIES.get(model_family(arch, ctx.repo) or "")
+    for name in off:
+        choose(name, None, f"switched off in the inventory (vllm_{name}: {SWITCH_OFF})", "inventory")
+    _parser_choices(family, ver, inventory, off, out, given, choose)
     if not given("kv_cache_dtype"):
         if cc is not None and cc >= 89 and predicted_backend(ver, cc, "fp8", False):
             choose("kv_cache_dtype", "fp8", f"compute capability {cc / 10:.1f} has native FP8: half the KV memory")

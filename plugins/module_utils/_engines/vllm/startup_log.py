@@ -110,6 +110,30 @@ def _calibration(line: str) -> Optional[Dict[str, float]]:
     return entry
 
 
+def _add_requested_memory(
+    report: Dict[str, Any],
+    calibrations: List[Dict[str, float]],
+    gpu_total_gib: Optional[float],
+    gpu_memory_utilization: Optional[float],
+) -> None:
+    """The requested memory (from the calibration line, else GPU total x utilization) and the overhead beyond
+    the weights and the KV cache, into ``report``; nothing when neither is known."""
+    if calibrations:
+        # The rank with the most non-KV memory is the one the next plan must fit.
+        report.update(max(calibrations, key=lambda c: c.get("consumed_gib", 0.0) + c.get("peak_activation_gib", 0.0)))
+        source = "calibration-line"
+    elif gpu_total_gib and gpu_memory_utilization:
+        report["gpu_total_gib"] = float(gpu_total_gib)
+        report["gpu_memory_utilization"] = float(gpu_memory_utilization)
+        report["requested_gib"] = round(float(gpu_total_gib) * float(gpu_memory_utilization), 2)
+        source = "gpu-total-x-utilization"
+    else:
+        return
+    if report["weights_gib"] is not None and report["kv_cache_gib"] is not None:
+        report["overhead_gib"] = round(report["requested_gib"] - report["weights_gib"] - report["kv_cache_gib"], 2)
+        report["overhead_source"] = source
+
+
 def parse_startup_report(
     lines: Iterable[str],
     gpu_total_gib: Optional[float] = None,
@@ -168,7 +192,6 @@ def parse_startup_report(
         calibration = _calibration(line)
         if calibration:
             calibrations.append(calibration)
-
     if cpu and not weights and checkpoint is not None:
         weights = [checkpoint]
     report: Dict[str, Any] = {
@@ -189,18 +212,5 @@ def parse_startup_report(
         "overhead_source": None,
         "load_seconds": round(ready - started, 1) if started is not None and ready is not None else None,
     }
-    if calibrations:
-        # The rank with the most non-KV memory is the one the next plan must fit.
-        report.update(max(calibrations, key=lambda c: c.get("consumed_gib", 0.0) + c.get("peak_activation_gib", 0.0)))
-        source = "calibration-line"
-    elif gpu_total_gib and gpu_memory_utilization:
-        report["gpu_total_gib"] = float(gpu_total_gib)
-        report["gpu_memory_utilization"] = float(gpu_memory_utilization)
-        report["requested_gib"] = round(float(gpu_total_gib) * float(gpu_memory_utilization), 2)
-        source = "gpu-total-x-utilization"
-    else:
-        return report
-    if report["weights_gib"] is not None and report["kv_cache_gib"] is not None:
-        report["overhead_gib"] = round(report["requested_gib"] - report["weights_gib"] - report["kv_cache_gib"], 2)
-        report["overhead_source"] = source
+    _add_requested_memory(report, calibrations, gpu_total_gib, gpu_memory_utilization)
     return report

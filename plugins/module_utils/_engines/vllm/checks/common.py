@@ -11,6 +11,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     BACKENDS,
     CHECKED_RELEASES,
+    FAMILIES,
     PRIORITY_OTHER,
     PRIORITY_SM100,
     Version,
@@ -54,36 +55,26 @@ def compute_capability_x10(gpu: Mapping[str, Any]) -> Optional[int]:
     return int(major) * 10 + int(minor or 0)
 
 
-def model_family(model: Any, repo: str = "") -> Optional[str]:
-    """Tool-call/reasoning family from the architecture class, model_type and repo name."""
-    data = as_dict(model)
+def _rule_holds(rule: Mapping[str, Any], data: Mapping[str, Any], repo_lower: str) -> bool:
     arch = str(data.get("architecture") or "")
     model_type = str(data.get("model_type") or "")
-    repo_lower = repo.lower()
-    if arch.startswith("Qwen3_5") or model_type.startswith("qwen3_5"):
-        return "qwen3.5"
-    if arch.startswith("Qwen3Next") or model_type.startswith("qwen3_next"):
-        return "qwen3-next"
-    if arch.startswith("Qwen3"):
-        return "qwen3-coder" if "coder" in repo_lower else "qwen3"
-    if arch.startswith("Qwen2"):
-        # Qwen2/Qwen2.5 answer without <think>; the reasoning models on this architecture are QwQ and the
-        # DeepSeek-R1 distills (a reasoning parser on a tokenizer without <think> stops vLLM at startup).
-        return "qwq" if "qwq" in repo_lower or "r1-distill" in repo_lower else "qwen2"
-    if arch.startswith("Llama4"):
-        return "llama4"
-    if arch.startswith("Llama") and int(data.get("vocab_size") or 0) >= 128000:
-        return "llama3"
-    if arch.startswith(("Mistral", "Mixtral")):
-        return "mistral"
-    if arch.startswith("GptOss"):
-        return "gpt-oss"
-    if arch.startswith("DeepseekV3"):
-        # R1 shares V3's architecture but always thinks; V3 (and V3.1's default mode) answers directly, and
-        # R1's parser would move such an answer into reasoning_content.
-        return "deepseek-r1" if re.search(r"(?<![a-z0-9])r1(?![0-9])", repo_lower) else "deepseek-v3"
-    if arch.startswith("Glm4Moe"):
-        return "glm4.5"
+    if "architecture_prefix" in rule or "model_type_prefix" in rule:
+        by_arch = arch.startswith(tuple(rule.get("architecture_prefix", ())))
+        by_type = model_type.startswith(tuple(rule.get("model_type_prefix", ())))
+        if not (by_arch or by_type):
+            return False
+    if "repo_pattern" in rule and not re.search(rule["repo_pattern"], repo_lower):
+        return False
+    return "min_vocab_size" not in rule or int(data.get("vocab_size") or 0) >= int(rule["min_vocab_size"])
+
+
+def model_family(model: Any, repo: str = "") -> Optional[str]:
+    """Tool-call/reasoning family from the architecture class, model_type and repo name: the first family of
+    families.json one of whose ``match`` rules holds."""
+    data = as_dict(model)
+    for family in FAMILIES.values():
+        if any(_rule_holds(rule, data, repo.lower()) for rule in family.match):
+            return family.name
     return None
 
 

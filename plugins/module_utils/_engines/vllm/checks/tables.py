@@ -1,6 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""What the checks read: the model families (below, with their sources) and, from the release data in
+"""What the checks read: the model families (``_engines/vllm/families.json``, with their sources) and, from the
+release data in
 ``_engines/vllm/releases.json``, the parser names as version ranges, the releases whose registries were read,
 the attention backends (``attention_backends``) and the quantization capabilities
 (``quantization_min_capability``), each with its source there.
@@ -8,6 +9,8 @@ the attention backends (``attention_backends``) and the quantization capabilitie
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
@@ -37,39 +40,25 @@ TOOL_PARSERS: Dict[str, Dict[str, str]] = RELEASE_DATA["tool_parsers"]["names"]
 REASONING_PARSERS: Dict[str, Dict[str, str]] = RELEASE_DATA["reasoning_parsers"]["names"]
 
 
+FAMILIES_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "families.json")
+with open(FAMILIES_FILE, encoding="utf-8") as _handle:
+    FAMILY_DATA: Dict[str, Any] = json.load(_handle)
+
+
 class Family:
-    """Tool-call and reasoning formats of a model family (first entry = the recommended parser)."""
+    """Tool-call and reasoning formats of a model family (first entry = the recommended parser), and the rules
+    that recognise its models (``match``: see families.json "fields")."""
 
-    def __init__(self, name: str, tool: Sequence[str], reasoning: Sequence[str], note: str):
-        self.name = name
-        self.tool = tuple(tool)
-        self.reasoning = tuple(reasoning)
-        self.note = note
+    def __init__(self, record: Mapping[str, Any]):
+        self.name = str(record["name"])
+        self.tool = tuple(record["tool"])
+        self.reasoning = tuple(record["reasoning"])
+        self.note = str(record["note"])
+        self.match: Tuple[Mapping[str, Any], ...] = tuple(record["match"])
 
 
-FAMILIES: Dict[str, Family] = {
-    f.name: f
-    for f in (
-        Family(
-            "qwen3.5",
-            ("qwen3_coder", "qwen3_xml"),
-            ("qwen3",),
-            "Qwen3.5/3.6 emit XML tool calls <tool_call><function=..><parameter=..>; hermes mangles them silently",
-        ),
-        Family("qwen3-coder", ("qwen3_coder", "qwen3_xml"), (), "Qwen3-Coder emits XML tool calls"),
-        Family("qwen3-next", ("hermes", "qwen3_json"), ("qwen3", "deepseek_r1"), "Qwen3-Next emits JSON tool calls"),
-        Family("qwen3", ("hermes", "qwen3_json"), ("qwen3", "deepseek_r1"), "Qwen3 emits JSON <tool_call>{...}"),
-        Family("qwen2", ("hermes", "qwen3_json"), (), "Qwen2.5 emits JSON <tool_call>{...}"),
-        Family("qwq", ("hermes", "qwen3_json"), ("deepseek_r1",), "QwQ and R1 distills emit JSON <tool_call>{...}"),
-        Family("llama3", ("llama3_json", "pythonic"), (), "Llama 3.x emits JSON tool calls"),
-        Family("llama4", ("llama4_pythonic", "llama4_json"), (), "Llama 4 emits pythonic tool calls"),
-        Family("mistral", ("mistral",), ("mistral",), "Mistral models use [TOOL_CALLS]"),
-        Family("gpt-oss", ("openai",), ("openai_gptoss",), "gpt-oss uses the harmony format"),
-        Family("deepseek-v3", ("deepseek_v3", "deepseek_v31"), ("deepseek_v3",), "DeepSeek-V3 format"),
-        Family("deepseek-r1", ("deepseek_v3", "deepseek_v31"), ("deepseek_r1",), "DeepSeek-R1 (V3 format, thinks)"),
-        Family("glm4.5", ("glm45", "glm47"), ("glm45", "glm47"), "GLM-4.5+ XML tool calls"),
-    )
-}
+# In the order of families.json: model_family (checks/common.py) takes the first family that matches.
+FAMILIES: Dict[str, Family] = {record["name"]: Family(record) for record in FAMILY_DATA["families"]}
 
 
 class Backend:

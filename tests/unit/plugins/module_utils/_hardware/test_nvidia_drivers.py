@@ -2,7 +2,12 @@
 # Apache License 2.0 (see LICENSE)
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
+import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import engine_cuda, vllm_wheel_cuda
 from ansible_collections.inferops.llm.plugins.module_utils._hardware import nvidia_drivers as nd
@@ -12,6 +17,9 @@ def for_vllm(version, cuda=None):
     """The CUDA arguments for vLLM's default wheel (the engine's release facts, not the driver table)."""
     cuda_version, source = engine_cuda(version, cuda)
     return {"cuda_version": cuda_version, "cuda_source": source}
+
+
+CASES = yaml.safe_load((Path(__file__).parent / "nvidia_driver_cases.yml").read_text(encoding="utf-8"))
 
 
 def gpu(index=0, cc=None, device=None, name=None):
@@ -405,3 +413,117 @@ def test_plan_input_errors():
     assert "not one of nvidia, distribution" in plan(source="ppa")["errors"][0]
     assert "Debian 11 is not supported" in plan(release="11")["errors"][0]
     assert "its last driver is R470" in plan(gpus=[gpu(cc="3.7", name="Tesla K80")])["errors"][0]
+
+
+# ----------------------------------------------------------------------------- the data file
+
+
+def test_driver_data_is_loaded_once_from_the_json_beside_the_module():
+    with open(nd.DATA_FILE, encoding="utf-8") as handle:
+        assert json.load(handle) == nd.DRIVER_DATA
+    assert nd.GENERATIONS is nd.DRIVER_DATA["generations"]["names"]
+
+
+def test_every_section_of_the_driver_data_names_its_source():
+    sections = {key: value for key, value in nd.DRIVER_DATA.items() if key != "about"}
+    assert set(sections) == {
+        "generations",
+        "compute_capability_generations",
+        "open_modules_required_device_ids",
+        "pci_device_ranges",
+        "cuda_minimum_driver",
+        "cuda_minor_compat_driver",
+        "cuda_introducing",
+        "distribution_branch",
+        "branches",
+    }
+    for name, section in sections.items():
+        assert isinstance(section.get("source"), str) and len(section["source"]) > 40, name
+
+
+def test_generation_rows_have_every_field_and_valid_values():
+    fields = nd.DRIVER_DATA["generations"]["fields"]
+    for name, row in nd.GENERATIONS.items():
+        assert set(row) == set(fields), name
+        assert row["open_modules"] in ("unsupported", "supported", "required"), name
+        assert row["last_branch"] is None or re.fullmatch(r"\d{3}", row["last_branch"]), name
+        assert row["first_cuda"] in nd.CUDA_MINIMUM_DRIVER, name
+
+
+def test_compute_capability_rows_name_a_generation_and_cover_every_generation():
+    rows = nd.DRIVER_DATA["compute_capability_generations"]["rows"]
+    for row in rows:
+        assert set(row) <= {"major", "minor", "minor_from", "generation"} and row["generation"] in nd.GENERATIONS, row
+    assert {row["generation"] for row in rows} == set(nd.GENERATIONS)
+
+
+def test_pci_ranges_are_ordered_disjoint_and_name_a_generation():
+    ranges = sorted(nd.DRIVER_DATA["pci_device_ranges"]["ranges"], key=lambda row: int(row["first"], 16))
+    previous_last = -1
+    for row in ranges:
+        assert re.fullmatch(r"0x[0-9a-f]{4}", row["first"]) and re.fullmatch(r"0x[0-9a-f]{4}", row["last"]), row
+        first, last = int(row["first"], 16), int(row["last"], 16)
+        assert previous_last < first <= last, row
+        assert row["generation"] in nd.GENERATIONS and row["chips"], row
+        previous_last = last
+    for device in nd.DRIVER_DATA["open_modules_required_device_ids"]["ids"]:
+        assert nd.generation_from_pci_device_id(device) == "hopper", device
+
+
+def test_cuda_tables_use_known_releases_and_driver_versions():
+    for cuda, driver in nd.CUDA_MINIMUM_DRIVER.items():
+        assert re.fullmatch(r"\d+\.\d", cuda) and nd.driver_version_tuple(driver), cuda
+    versions = [nd.driver_version_tuple(driver) for driver in nd.CUDA_MINIMUM_DRIVER.values()]
+    assert versions == sorted(versions), "a newer CUDA release never needs an older driver"
+    for cc, cuda in nd.DRIVER_DATA["cuda_introducing"]["compute_capabilities"].items():
+        assert nd.generation_from_compute_capability(cc) is not None, cc
+        assert cuda in nd.CUDA_MINIMUM_DRIVER, cc
+    for major, driver in nd.CUDA_MINOR_COMPAT_DRIVER.items():
+        assert nd.driver_version_tuple(driver) <= nd.driver_version_tuple(nd.CUDA_MINIMUM_DRIVER[f"{major}.0"]) or (
+            major == 11
+        ), major
+
+
+def test_distribution_branches_and_branch_facts_are_branches():
+    for (distribution, release), branch in nd.DISTRIBUTION_BRANCH.items():
+        assert release in nd.SUPPORTED_RELEASES[distribution]
+        assert re.fullmatch(r"\d{3}", branch), (distribution, release)
+    for key, value in nd.DRIVER_DATA["branches"].items():
+        assert key == "source" or re.fullmatch(r"\d{3}", value), key
+
+
+# Answers recorded before the tables became data (nvidia_driver_cases.yml).
+
+
+@pytest.mark.parametrize(("device", "generation"), sorted(CASES["pci_generation"].items()))
+def test_pci_generation_answers_are_unchanged(device, generation):
+    assert nd.generation_from_pci_device_id(device) == generation
+
+
+@pytest.mark.parametrize(("cc", "generation"), sorted(CASES["capability_generation"].items()))
+def test_capability_generation_answers_are_unchanged(cc, generation):
+    assert nd.generation_from_compute_capability(cc) == generation
+
+
+@pytest.mark.parametrize(("cc", "driver"), sorted(CASES["compute_capability_minimum"].items()))
+def test_compute_capability_minimum_answers_are_unchanged(cc, driver):
+    assert nd.minimum_driver_for_compute_capability(cc) == driver
+
+
+@pytest.mark.parametrize(("generation", "driver"), sorted(CASES["generation_minimum"].items()))
+def test_generation_minimum_answers_are_unchanged(generation, driver):
+    device = next(
+        row["first"] for row in nd.DRIVER_DATA["pci_device_ranges"]["ranges"] if row["generation"] == generation
+    )
+    assert nd.minimum_driver_for(gpus=[gpu(device=device)])["minimum_driver"] == driver
+
+
+@pytest.mark.parametrize(("cuda", "drivers"), sorted(CASES["cuda_minimum"].items()))
+def test_cuda_minimum_answers_are_unchanged(cuda, drivers):
+    assert [nd.minimum_driver_for_cuda(cuda), nd.minimum_driver_for_cuda(cuda, True)] == drivers
+
+
+@pytest.mark.parametrize(("release", "branches"), sorted(CASES["default_branch"].items()))
+def test_default_branch_answers_are_unchanged(release, branches):
+    distribution, version = release.split()
+    assert [nd.default_branch(distribution, version, source) for source in nd.SOURCES] == branches
