@@ -27,11 +27,20 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _TRUE = ("true", "yes", "on", "1")
 
 
-def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optional[str]) -> List[Dict[str, Any]]:
+def ollama_checksum_findings(
+    variables: Mapping[str, Any],
+    architecture: Optional[str],
+    version: Optional[str] = None,
+    variable: str = "ollama_version",
+) -> List[Dict[str, Any]]:
     """The ollama role's refusal of a release without a known sha256 (roles/ollama/tasks/preflight.yml): none in
     the collection's release record (_engines/ollama/releases.json) nor in ollama_checksums for the host's Go
-    architecture (ollama_arch, else the gathered one, else amd64, said in the message)."""
-    version = str(variables.get("ollama_version") or "")
+    architecture (ollama_arch, else the gathered one, else amd64, said in the message).
+
+    version / variable: the release and the variable that pins it; by default the Ollama host's ollama_version.
+    A vLLM host's standby Ollama (inferops_standby_ollama.version) is installed by the same role on the same
+    host, so the same ollama_checksums and ollama_arch apply."""
+    version = str((variables.get("ollama_version") if version is None else version) or "")
     named = variables.get("ollama_arch") or architecture
     arch = GO_ARCH.get(str(named), "amd64") if named else "amd64"
     given = variables.get("ollama_checksums")
@@ -50,7 +59,7 @@ def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optiona
             "(_engines/ollama/releases.json) have none and ollama_checksums adds none, so the ollama role refuses "
             "to download it, after the driver and the model download. Pin a release with a recorded checksum, "
             f"or add this one's from its sha256sum.txt: ollama_checksums: {entry}",
-            "ollama_version",
+            variable,
             passing,
         )
     ]
