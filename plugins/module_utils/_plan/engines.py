@@ -73,7 +73,8 @@ class _VllmPlanner(EnginePlanner):
                 ollama_checksum_findings(variables, hardware.get("architecture"), standby, version_variable)
             )
         if cluster is not None and cluster.backend == "ray":
-            found += plan_findings(ray_findings(variables, defined, inputs.engine_version))
+            head = cluster.role == "head"
+            found += plan_findings(ray_findings(variables, defined, inputs.engine_version, head))
         return found
 
     def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:

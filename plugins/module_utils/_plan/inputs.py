@@ -227,6 +227,8 @@ _EXTRA_VARS = {
         # On a node of a Ray cluster, what the ray role and vLLM's workers need (_plan/refusals.py).
         "ray_allow_no_auth",
         "ray_extra_requirements",
+        "ray_version",  # the cluster's Ray, and the vllm role's Ray beside vLLM on the head: one release
+        "vllm_ray_version",
     ),
     # ollama_checksums / ollama_arch: whether the ollama role knows the release's sha256 (_plan/refusals.py).
     "ollama": (
