@@ -82,7 +82,7 @@ def time_plan_fleet(hosts: list) -> float:
     start = time.perf_counter()
     members = []
     for name, variables in hosts:
-        defined = defined_names([key for key in variables if prefix.match(key)], variables)
+        defined = defined_names([key for key in variables if prefix.match(key)], variables, follow=True)
         hardware = {
             "gpus": variables["inferops_gpus"],
             "topology": parse_topology(variables.get("inferops_gpu_topology_text", "")),

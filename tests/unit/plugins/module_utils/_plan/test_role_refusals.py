@@ -120,6 +120,32 @@ def test_a_vaulted_or_templated_key_is_not_read():
     assert not key_left_empty("sk-0123456789abcdef")
 
 
+# A key set to a template, followed through the host's untemplated variables (HostVars.raw_get) only when the
+# template is one variable and nothing else; each case: the key's raw value, the other variables, empty or not.
+KEY_REFERENCE_CASES = {
+    "reference to an empty string": ("{{ my_key }}", {"my_key": ""}, True),
+    "reference without spaces to null": ("{{my_key}}", {"my_key": None}, True),
+    "chain to an empty string": ("{{ a }}", {"a": "{{ b }}", "b": ""}, True),
+    "reference to a vaulted value": ("{{ my_key }}", {"my_key": VAULTED}, False),
+    "reference to a key": ("{{ my_key }}", {"my_key": "sk-0123456789abcdef"}, False),
+    "reference to an undefined name": ("{{ vault_vllm_api_key }}", {}, False),
+    "a filter is not rendered": ("{{ my_key | default('') }}", {}, False),
+    "text beside the reference": (" {{ my_key }}", {"my_key": ""}, False),
+    "a lookup is not rendered": ("{{ lookup('env', 'KEY') }}", {}, False),
+    "a reference cycle": ("{{ a }}", {"a": "{{ a }}"}, False),
+}
+
+
+@pytest.mark.parametrize("raw, others, empty", KEY_REFERENCE_CASES.values(), ids=KEY_REFERENCE_CASES.keys())
+def test_a_key_set_to_one_variable_is_followed_without_rendering(raw, others, empty):
+    untemplated = {"vllm_api_key": raw, **others}
+    assert key_left_empty(raw, untemplated) is empty
+    assert not key_left_empty(raw)  # without the host's untemplated variables a template is a key
+    names = ["vllm_api_key", "vllm_host"]
+    assert defined_names(names, untemplated, follow=True) == (["vllm_host"] if empty else names)
+    assert defined_names(names, untemplated) == names
+
+
 # A node of a Ray cluster (test_cluster.node): what the ray role and vLLM's workers need, each case the node's
 # changes (None removes the variable), and the variable the error names (None: no error).
 RAY_CASES = {
