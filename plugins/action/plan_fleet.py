@@ -93,7 +93,9 @@ def _member(host: str, hostvars: t.Any) -> tuple[Member, t.Any]:
     defined = [str(name) for name in host_vars if _PREFIX_RE.fullmatch(str(name))]
     if any(name in KEY_VARIABLES for name in defined):
         raw_get = getattr(hostvars, "raw_get", None)
-        defined = defined_names(defined, raw_get(host) if raw_get else host_vars)
+        # raw_get: every variable of the host untemplated, so a key set to "{{ name }}" is followed to that name's
+        # raw value (None or "": no key); a vaulted value stays encrypted, nothing is rendered.
+        defined = defined_names(defined, raw_get(host), follow=True) if raw_get else defined_names(defined, host_vars)
     names = [name for name in input_names() if name in defined]
     variables = {name: _plain(host_vars[name]) for name in names}
     facts = _plain(host_vars["ansible_facts"]) if "ansible_facts" in host_vars else {}

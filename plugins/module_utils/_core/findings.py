@@ -55,6 +55,7 @@ FINDING_IDS: Dict[str, str] = {
     "prefill-unprofiled": "prefill memory that vLLM's startup profile does not measure",
     "prefix-caching-hybrid": "prefix caching on a hybrid model in a release that cannot",
     "ray-requirements": "a Ray cluster node without token authentication or without vLLM in Ray's environment",
+    "ray-version-mismatch": "a head whose Ray beside vLLM (vllm_ray_version) is not the cluster's ray_version",
     "quantization-capability": "a quantization the GPU's compute capability cannot run",
     "reasoning-parser": "a reasoning parser the release or model family lacks",
     "rope-scaling": "rope scaling overrides that change the context",

@@ -17,7 +17,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import ClusterContext
 from ansible_collections.inferops.llm.plugins.module_utils._plan.common import normalize_hardware, plan_findings
-from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import HostInputs, vllm_key_findings
+from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
+    STANDBY_VAR,
+    HostInputs,
+    vllm_key_findings,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import ollama_checksum_findings, ray_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
@@ -62,8 +66,15 @@ class _VllmPlanner(EnginePlanner):
         cluster: Optional[ClusterContext],
     ) -> List[Dict[str, Any]]:
         found = vllm_key_findings(variables, defined)
+        if inputs.standby_ollama is not None:  # installed by the ollama role, which refuses it without a sha256
+            standby = inputs.standby_ollama.version
+            version_variable = f"{STANDBY_VAR}.version"
+            found += plan_findings(
+                ollama_checksum_findings(variables, hardware.get("architecture"), standby, version_variable)
+            )
         if cluster is not None and cluster.backend == "ray":
-            found += plan_findings(ray_findings(variables, defined, inputs.engine_version))
+            head = cluster.role == "head"
+            found += plan_findings(ray_findings(variables, defined, inputs.engine_version, head))
         return found
 
     def start(self, plan: Mapping[str, Any], measured: Measured) -> Optional[Dict[str, Any]]:

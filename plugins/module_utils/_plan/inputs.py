@@ -70,16 +70,35 @@ VLLM_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 KEY_VARIABLES = ("vllm_api_key", "ray_auth_token")
 
 
-def key_left_empty(raw: Any) -> bool:
-    """Whether a key's raw (untemplated) inventory value sets it to nothing: None or "". Nothing else is read:
-    a vaulted value is not decrypted and a template not rendered, both count as a key (the role checks it)."""
-    return raw is None or (isinstance(raw, str) and raw == "")
+# A template that is one variable and nothing else ("{{ vault_vllm_api_key }}"): the only form key_left_empty
+# follows, through the untemplated values, without rendering anything.
+_BARE_REFERENCE_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_REFERENCE_HOPS = 8
 
 
-def defined_names(names: Iterable[str], raw: Mapping[str, Any]) -> List[str]:
+def key_left_empty(raw: Any, untemplated: Optional[Mapping[str, Any]] = None) -> bool:
+    """Whether a key's raw (untemplated) inventory value sets it to nothing: None or "". Nothing is rendered or
+    decrypted: a vaulted value (not a str) counts as a key, and so does any template, except that with
+    ``untemplated`` (the host's variables, untemplated: HostVars.raw_get) a template that is one variable and
+    nothing else (``"{{ name }}"``) is followed to that variable's raw value, and so on: a chain that ends in
+    None or "" is empty. A name the host does not define, a filter, a lookup or any other expression ends the
+    chain as a key (the role decides; docs/checks.md vllm-api-key-required says what the plan cannot see)."""
+    for _hop in range(_REFERENCE_HOPS):
+        if raw is None or (isinstance(raw, str) and raw == ""):
+            return True
+        reference = _BARE_REFERENCE_RE.fullmatch(raw) if isinstance(raw, str) and untemplated is not None else None
+        if reference is None or untemplated is None or reference.group(1) not in untemplated:
+            return False
+        raw = untemplated[reference.group(1)]
+    return False
+
+
+def defined_names(names: Iterable[str], raw: Mapping[str, Any], follow: bool = False) -> List[str]:
     """``names`` (the names a host defines) less the KEY_VARIABLES that ``raw`` (the untemplated values) leaves
-    empty (key_left_empty)."""
-    return [str(name) for name in names if not (name in KEY_VARIABLES and key_left_empty(raw.get(name)))]
+    empty (key_left_empty). follow: ``raw`` is every variable of the host, untemplated (HostVars.raw_get), so a
+    key set to ``"{{ name }}"`` is followed through it (never through a mapping that templates on access)."""
+    untemplated = raw if follow else None
+    return [str(name) for name in names if not (name in KEY_VARIABLES and key_left_empty(raw.get(name), untemplated))]
 
 
 def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> List[Dict[str, Any]]:
@@ -227,6 +246,8 @@ _EXTRA_VARS = {
         # On a node of a Ray cluster, what the ray role and vLLM's workers need (_plan/refusals.py).
         "ray_allow_no_auth",
         "ray_extra_requirements",
+        "ray_version",  # the cluster's Ray, and the vllm role's Ray beside vLLM on the head: one release
+        "vllm_ray_version",
     ),
     # ollama_checksums / ollama_arch: whether the ollama role knows the release's sha256 (_plan/refusals.py).
     "ollama": (

@@ -27,11 +27,20 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _TRUE = ("true", "yes", "on", "1")
 
 
-def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optional[str]) -> List[Dict[str, Any]]:
+def ollama_checksum_findings(
+    variables: Mapping[str, Any],
+    architecture: Optional[str],
+    version: Optional[str] = None,
+    variable: str = "ollama_version",
+) -> List[Dict[str, Any]]:
     """The ollama role's refusal of a release without a known sha256 (roles/ollama/tasks/preflight.yml): none in
     the collection's release record (_engines/ollama/releases.json) nor in ollama_checksums for the host's Go
-    architecture (ollama_arch, else the gathered one, else amd64, said in the message)."""
-    version = str(variables.get("ollama_version") or "")
+    architecture (ollama_arch, else the gathered one, else amd64, said in the message).
+
+    version / variable: the release and the variable that pins it; by default the Ollama host's ollama_version.
+    A vLLM host's standby Ollama (inferops_standby_ollama.version) is installed by the same role on the same
+    host, so the same ollama_checksums and ollama_arch apply."""
+    version = str((variables.get("ollama_version") if version is None else version) or "")
     named = variables.get("ollama_arch") or architecture
     arch = GO_ARCH.get(str(named), "amd64") if named else "amd64"
     given = variables.get("ollama_checksums")
@@ -50,18 +59,51 @@ def ollama_checksum_findings(variables: Mapping[str, Any], architecture: Optiona
             "(_engines/ollama/releases.json) have none and ollama_checksums adds none, so the ollama role refuses "
             "to download it, after the driver and the model download. Pin a release with a recorded checksum, "
             f"or add this one's from its sha256sum.txt: ollama_checksums: {entry}",
-            "ollama_version",
+            variable,
             passing,
         )
     ]
 
 
-def ray_findings(variables: Mapping[str, Any], defined: Iterable[str], engine_version: str) -> List[Dict[str, Any]]:
+# The Ray release both roles pin by default: the ray role's ray_version (every node) and the vllm role's
+# vllm_ray_version (ray[default] beside vLLM on the head); tests/unit/.../test_role_refusals.py holds them equal.
+DEFAULT_RAY_VERSION = "2.60.0"
+
+
+def ray_version_findings(variables: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """For the head of a Ray cluster: vllm_ray_version against the cluster's ray_version. The vllm role installs
+    ray[default]==vllm_ray_version beside vLLM on the head, and vLLM's Ray executor joins the cluster as a
+    driver; Ray refuses a driver whose Ray (or Python) release is not the cluster's (ray/_private/node.py
+    check_version_info raises RuntimeError "Version mismatch"), so vLLM's start fails on the head once the
+    driver, the model and Ray are installed. Unset values are the roles' defaults (DEFAULT_RAY_VERSION)."""
+    cluster = str(variables.get("ray_version") or DEFAULT_RAY_VERSION).strip()
+    beside_vllm = str(variables.get("vllm_ray_version") or DEFAULT_RAY_VERSION).strip()
+    if cluster == beside_vllm:
+        return []
+    return [
+        finding_entry(
+            "ray-version-mismatch",
+            "error",
+            # The cluster's release is the suggested value, which plan_findings appends (verified by a re-plan).
+            f"vllm_ray_version {beside_vllm} is not the cluster's ray_version: the vllm role installs "
+            f"ray[default]=={beside_vllm} beside vLLM on the head, and Ray refuses a driver whose release differs "
+            "from the cluster's (RuntimeError: Version mismatch), so vLLM's start fails on the head after the "
+            "driver, the model and Ray are installed. Keep vllm_ray_version equal to ray_version",
+            "vllm_ray_version",
+            cluster,
+        )
+    ]
+
+
+def ray_findings(
+    variables: Mapping[str, Any], defined: Iterable[str], engine_version: str, head: bool = True
+) -> List[Dict[str, Any]]:
     """For a node of a Ray cluster: the ray role's refusal of a cluster without token authentication (an error),
     and the vLLM that Ray's environment must hold (vLLM's workers run with the Python of ``ray start``,
     docs/multi-node.md), else vLLM's start fails on every node after everything is installed (a warning: the
-    ray role itself runs a Ray cluster without it)."""
-    found = []
+    ray role itself runs a Ray cluster without it); on the head (where the vllm role runs), the Ray release
+    beside vLLM against the cluster's (ray_version_findings)."""
+    found = ray_version_findings(variables) if head else []
     allowed = str(variables.get("ray_allow_no_auth", False)).lower() in _TRUE
     if "ray_auth_token" not in set(defined) and not allowed:
         found.append(

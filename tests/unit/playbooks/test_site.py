@@ -85,6 +85,44 @@ def test_plan_playbook_on_a_gateway_only_host_plans_no_engine(tmp_path):
     assert "inferops_engine is required" not in result.stdout
 
 
+@pytest.mark.parametrize("vaulted", [False, True], ids=["empty", "vaulted"])
+def test_plan_playbook_follows_a_key_set_to_one_variable_without_decrypting(tmp_path, vaulted):
+    """plan.yml: vllm_api_key: "{{ my_vllm_key }}" with my_vllm_key "" is no key (vllm-api-key-required); with
+    my_vllm_key vaulted and no vault secret given, the plan passes: the value was never decrypted."""
+    env = dict(_env(tmp_path), HF_HUB_OFFLINE="1")
+    bin_dir = Path(sys.executable).parent
+    value = '""'
+    if vaulted:
+        password = tmp_path / "vault-password"
+        password.write_text("not-the-run's-secret\n")
+        argv = [str(bin_dir / "ansible-vault"), "encrypt_string", "--vault-password-file", str(password)]
+        argv += ["sk-0123456789abcdef", "--name", "my_vllm_key"]
+        encrypted = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+        value = encrypted.split(":", 1)[1].strip()
+    host_vars = tmp_path / "host_vars"
+    host_vars.mkdir()
+    (host_vars / "h.yml").write_text(
+        "inferops_engine: vllm\nvllm_version: 0.33.0\n"
+        "inferops_model: {repo: Qwen/Qwen3-8B, revision: 0123456789abcdef0123456789abcdef01234567}\n"
+        "vllm_max_model_len: 8192\nvllm_host: 0.0.0.0\nvllm_allow_remote: true\n"
+        'vllm_api_key: "{{ my_vllm_key }}"\n'
+        f"my_vllm_key: {value}\n"
+        "inferops_gpus: [{index: 0, name: NVIDIA GeForce RTX 4090, memory_mib: 24564, compute_capability: '8.9'}]\n"
+        "inferops_gpu_driver: {driver_loaded: true, driver_version: 580.95.05}\n"
+    )
+    (tmp_path / "hosts.yml").write_text('{"all": {"hosts": {"h": {}}}}\n')
+    argv = [str(bin_dir / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), "playbooks/plan.yml"]
+    argv += ["-c", "local", "-e", f"inferops_plan_dir={tmp_path}/plans"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert "sk-0123456789abcdef" not in output
+    if vaulted:
+        assert result.returncode == 0, output[-3000:]
+        assert "vllm-api-key-required" not in output
+    else:
+        assert result.returncode != 0 and "vllm-api-key-required" in result.stdout, output[-3000:]
+
+
 LOCK_TASK = "Take this host's run lock"
 UNLOCK_TASK = "Release this host's run lock"
 

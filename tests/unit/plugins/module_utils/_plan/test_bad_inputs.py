@@ -80,6 +80,8 @@ def test_bad_input(case):
                 assert any(case["says"] in c["message"] for c in found), found
     if case.get("passes"):
         assert not errors, errors
+    for absent in case.get("absent", []):
+        assert plan and absent not in [c["id"] for c in checks], checks
     texts = list(errors)
     if plan:
         texts += [json.dumps(plan), render_markdown(plan)]

@@ -596,7 +596,7 @@ def test_download_patterns_are_accepted_in_the_model_description():
 # ------------------------------------------------------------------------------ Ollama on standby beside vLLM
 
 STANDBY = {
-    "version": "0.30.0",
+    "version": "0.30.4",
     "model": {
         "repo": "Qwen/Qwen3-8B-GGUF",
         "revision": COMMIT,
@@ -635,7 +635,7 @@ def test_standby_ollama_warns_when_both_engines_cannot_be_resident():
     assert "inferops_standby_ollama.gpus" in warning["message"]
     assert ids(plan, "error") == set()
     standby = plan["standby_ollama"]
-    assert standby["engine_version"] == "0.30.0"
+    assert standby["engine_version"] == "0.30.4"
     assert standby["model"] == {"repo": "Qwen/Qwen3-8B-GGUF", "revision": "main", "file": "Qwen3-8B-Q4_K_M.gguf"}
     assert standby["gpus"] == [0]  # Ollama takes the fewest GPUs that hold the model
     assert 5_027_783_488 / 2**30 < standby["vram_used_gib"] < 16

@@ -16,6 +16,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     key_left_empty,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
+from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import DEFAULT_RAY_VERSION
 
 from .test_cluster import node
 
@@ -119,6 +120,32 @@ def test_a_vaulted_or_templated_key_is_not_read():
     assert not key_left_empty("sk-0123456789abcdef")
 
 
+# A key set to a template, followed through the host's untemplated variables (HostVars.raw_get) only when the
+# template is one variable and nothing else; each case: the key's raw value, the other variables, empty or not.
+KEY_REFERENCE_CASES = {
+    "reference to an empty string": ("{{ my_key }}", {"my_key": ""}, True),
+    "reference without spaces to null": ("{{my_key}}", {"my_key": None}, True),
+    "chain to an empty string": ("{{ a }}", {"a": "{{ b }}", "b": ""}, True),
+    "reference to a vaulted value": ("{{ my_key }}", {"my_key": VAULTED}, False),
+    "reference to a key": ("{{ my_key }}", {"my_key": "sk-0123456789abcdef"}, False),
+    "reference to an undefined name": ("{{ vault_vllm_api_key }}", {}, False),
+    "a filter is not rendered": ("{{ my_key | default('') }}", {}, False),
+    "text beside the reference": (" {{ my_key }}", {"my_key": ""}, False),
+    "a lookup is not rendered": ("{{ lookup('env', 'KEY') }}", {}, False),
+    "a reference cycle": ("{{ a }}", {"a": "{{ a }}"}, False),
+}
+
+
+@pytest.mark.parametrize("raw, others, empty", KEY_REFERENCE_CASES.values(), ids=KEY_REFERENCE_CASES.keys())
+def test_a_key_set_to_one_variable_is_followed_without_rendering(raw, others, empty):
+    untemplated = {"vllm_api_key": raw, **others}
+    assert key_left_empty(raw, untemplated) is empty
+    assert not key_left_empty(raw)  # without the host's untemplated variables a template is a key
+    names = ["vllm_api_key", "vllm_host"]
+    assert defined_names(names, untemplated, follow=True) == (["vllm_host"] if empty else names)
+    assert defined_names(names, untemplated) == names
+
+
 # A node of a Ray cluster (test_cluster.node): what the ray role and vLLM's workers need, each case the node's
 # changes (None removes the variable), and the variable the error names (None: no error).
 RAY_CASES = {
@@ -162,3 +189,39 @@ def test_an_mp_cluster_needs_no_ray():
     members = [replace(m, variables={k: v for k, v in m.variables.items() if k[:4] != "ray_"}) for m in members]
     for entry in plan_fleet(members).values():
         assert not [c for c in entry["plan"]["checks"] if c["id"] == "ray-requirements"]
+
+
+def test_the_plan_knows_the_ray_release_both_roles_pin():
+    ray = yaml.safe_load((ROOT / "roles" / "ray" / "defaults" / "main.yml").read_text())["ray_version"]
+    vllm = yaml.safe_load((ROOT / "roles" / "vllm" / "defaults" / "main.yml").read_text())["vllm_ray_version"]
+    assert ray == vllm == DEFAULT_RAY_VERSION
+
+
+# The head's vLLM joins the cluster as a Ray driver: each case the nodes' changes and the value that passes
+# (None: no finding). Unset, each variable is its role's default (DEFAULT_RAY_VERSION).
+RAY_VERSION_CASES = {
+    "defaults": ({}, None),
+    "both pinned alike": ({"ray_version": "2.52.0", "vllm_ray_version": "2.52.0"}, None),
+    "cluster pinned, vllm default": ({"ray_version": "2.52.0"}, "2.52.0"),
+    "vllm pinned, cluster default": ({"vllm_ray_version": "2.52.0"}, DEFAULT_RAY_VERSION),
+    "both pinned apart": ({"ray_version": "2.61.1", "vllm_ray_version": "2.60.0"}, "2.61.1"),
+}
+
+
+@pytest.mark.parametrize("changes, passing", RAY_VERSION_CASES.values(), ids=RAY_VERSION_CASES.keys())
+def test_the_head_runs_the_clusters_ray_release_beside_vllm(changes, passing):
+    members = [node(h, a, **changes) for h, a in (("ws-a", "10.0.0.11"), ("ws-b", "10.0.0.12"))]
+    planned = plan_fleet(members)
+    found = {
+        host: [c for c in entry["plan"]["checks"] if c["id"] == "ray-version-mismatch"]
+        for host, entry in planned.items()
+    }
+    assert not found["ws-b"], found  # the vllm role runs on the head only
+    if passing is None:
+        assert not found["ws-a"], found
+        return
+    (finding,) = found["ws-a"]
+    assert finding["severity"] == "error" and finding["message"].startswith("vllm_ray_version"), finding
+    # verified by a re-plan (_plan/suggestions.py): shown as a value that passes, not "no value that passes"
+    assert finding["message"].endswith(f'(a value that passes: vllm_ray_version: "{passing}")'), finding
+    assert any(e.startswith("ray-version-mismatch:") for e in planned["ws-a"]["plan"]["service"]["errors"])
