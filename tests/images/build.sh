@@ -43,7 +43,10 @@ build_one() {
   echo "building $image from $suite ($hash)"
   workdir=$(mktemp -d)
   trap 'rm -rf "$workdir"' RETURN
-  mmdebstrap --quiet --variant=apt --format=tar --include="$packages" \
+  # The package lists stay in the image (issue 24): dated by the build, they are what apt's cache_valid_time
+  # (3600 s in the roles and the scenarios' prepare) trusts, so that no instance refreshes them again during
+  # the run that built the image; an image older than an hour refreshes them as a host would.
+  mmdebstrap --quiet --variant=apt --format=tar --include="$packages" --skip=cleanup/apt/lists \
     "$suite" - "$mirror" | docker import - "inferops/molecule-$name:rootfs"
   if [ -n "$ca_bundle" ]; then
     cp "$ca_bundle" "$workdir/extra-ca.crt"
