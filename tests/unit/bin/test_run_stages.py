@@ -30,10 +30,26 @@ def names(jobs) -> list[str]:
 
 def test_images_then_the_longest_scenario_then_the_checks_then_the_other_scenarios(run_stages, monkeypatch):
     monkeypatch.setenv("SCENARIOS", "fast medium slow")
+    needs = {
+        "slow": ("images-debian13",),
+        "medium": ("images-debian12",),
+        "fast": ("images-debian12", "images-debian13"),
+    }
+    monkeypatch.setattr(run_stages, "scenario_images", needs.get)
     jobs = run_stages.plan_jobs(["venv", "lint", "units", "molecule"])
-    assert names(jobs) == ["images", "slow", "lint", "units", "medium", "fast"]
-    assert [job.needs for job in jobs if job.kind == "scenario"] == [("images",)] * 3
+    assert names(jobs) == ["images-debian13", "slow", "images-debian12", "lint", "units", "medium", "fast"]
+    assert [job.needs for job in jobs if job.kind == "scenario"] == [needs["slow"], needs["medium"], needs["fast"]]
+    # one image build at a time
+    assert jobs[2].needs == ("images-debian13",)
+    assert jobs[0].argv[-1] == "IMAGES=debian13"
     assert jobs[1].argv[-1] == "molecule destroy -s slow && exec molecule test -s slow --destroy never"
+
+
+def test_each_scenario_waits_for_the_images_of_its_platforms(run_stages):
+    assert run_stages.scenario_images("vllm_cpu_serving") == ("images-debian12",)
+    assert run_stages.scenario_images("ollama") == ("images-debian13",)
+    # no platforms of its own: those of extensions/molecule/config.yml
+    assert run_stages.scenario_images("model_download") == ("images-debian12", "images-debian13")
 
 
 def test_without_molecule_no_images(run_stages):
