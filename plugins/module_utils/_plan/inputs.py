@@ -27,6 +27,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
 )
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting, setting_available
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import engine_version_error
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES as ENGINE_FACTS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli import (
@@ -47,7 +48,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
     Workload,
 )
 
-ENGINES = ("vllm", "ollama")
+ENGINES = tuple(ENGINE_FACTS)  # the inferops_engine values: one record each in _engines/facts.py
 SEVERITIES = ("error", "warning", "info")
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Mapping, Optional
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+
 SVG_NS = "http://www.w3.org/2000/svg"
 PARTS = (("weights", "#4477aa"), ("overhead", "#ee6677"), ("kv_cache", "#228833"), ("free", "#dddddd"))
 _WIDTH, _LABEL, _BAR, _ROW = 780, 290, 480, 30
@@ -40,7 +42,7 @@ def _bars(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
 def _utilization(plan: Mapping[str, Any]) -> Optional[float]:
     entry = (plan.get("settings") or {}).get("gpu_memory_utilization") or {}
     value = entry.get("value") if isinstance(entry, Mapping) else None
-    return float(value) if plan.get("engine") == "vllm" and isinstance(value, (int, float)) else None
+    return float(value) if isinstance(value, (int, float)) else None  # only vLLM has the setting
 
 
 def link(topology: Optional[Mapping[str, Any]], a: int, b: int) -> str:
@@ -57,7 +59,8 @@ def ranks(plan: Mapping[str, Any]) -> List[Dict[str, int]]:
     layout = plan.get("layout") or {}
     tp = int(layout.get("tensor_parallel_size") or 1)
     pp = int(layout.get("pipeline_parallel_size") or 1)
-    if plan.get("engine") != "vllm":
+    facts = ENGINES.get(str(plan.get("engine")))
+    if facts is None or facts.splits_layers:
         tp, pp = 1, 1  # Ollama splits layers itself: each GPU drawn on its own
     gpus = layout.get("gpus") or []
     # A node of a multi-host deployment holds the ranks after those of the nodes before it.

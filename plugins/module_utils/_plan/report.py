@@ -11,6 +11,8 @@ import json
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+
 TABLE_COLUMNS = (
     "host",
     "engine",
@@ -103,13 +105,11 @@ def table_row(plan: Mapping[str, Any]) -> List[str]:
     counts = check_counts(plan)
     weights = memory.get("weights_gib")
     kv = memory.get("kv_cache_gib")
-    if plan["engine"] == "ollama":
-        weights, kv = memory.get("weights_gib"), memory.get("kv_cache_gib")
     return [
         host,
         f"{plan['engine']} {plan.get('engine_version', '')}".strip(),
         f"{model.get('repo', '?')}@{model.get('revision', '?')}",
-        _layout_text(layout) if plan["engine"] == "vllm" else "layers split",
+        "layers split" if ENGINES[plan["engine"]].splits_layers else _layout_text(layout),
         ",".join(str(i) for i in layout.get("gpus") or []) or "-",
         _gib(weights),
         _gib(kv),

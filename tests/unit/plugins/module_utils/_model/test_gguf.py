@@ -157,6 +157,15 @@ def test_a_hybrid_header_gives_the_gated_deltanet_dimensions(config_name):
     assert architecture_from_shape(kept_before) == served  # a header record kept before the key was read
 
 
+def test_a_header_without_its_head_count_names_the_file():
+    shape = shape_from_architecture(
+        ModelArchitecture.from_config(json.loads((CONFIGS / "Qwen--Qwen3-8B_config.json").read_text()))
+    )
+    shape["head_count"] = 0  # read as 0 when the header lacks attention.head_count
+    with pytest.raises(ValueError, match=r"^inferops_model.file: the GGUF header .*'num_attention_heads' must be 1"):
+        architecture_from_shape(shape)
+
+
 def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):
     repo, data = "someone/Private-Finetune-GGUF", (GGUF / FILE).read_bytes()
     hub.add(repo, {FILE: data})
