@@ -375,6 +375,9 @@ def estimate_weights(
         estimated = sum(components[n] for n in in_total) or 1
         scale = given_total / estimated
         components = {n: int(components[n] * scale) if n in in_total else 0 for n in COMPONENTS}
+        # Each component was rounded down: the bytes lost go to the largest, so the parts sum to the total.
+        largest = max(in_total, key=lambda n: components[n])
+        components[largest] += given_total - sum(components[n] for n in in_total)
     if not include_mtp:
         components["mtp"] = 0
     if not include_vision:
