@@ -242,8 +242,9 @@ def test_an_index_that_disagrees_with_its_shards_is_an_error(tmp_path, hub):
     with pytest.raises(
         PlanInputError,
         match=r"model.safetensors.index.json says metadata.total_size 10000 bytes, but its 1 shard files hold",
-    ):
+    ) as error:
         plan(online(tmp_path, hub), revision="main")
+    assert f"inferops_model.repo '{REPO}'" in str(error.value)
 
 
 def test_a_pinned_sha_that_does_not_exist_names_the_revision(tmp_path, hub):
