@@ -230,9 +230,10 @@ def quantization_conflict(name: Optional[str], checkpoint: Optional[Quantization
         )
         return f"inferops_model.quantization is {name!r} but the checkpoint has {has}"
     method = checkpoint.method.replace("-", "_")
-    if wanted.method.replace("-", "_") == method or wanted.scheme == checkpoint.scheme:
-        return None
     generic = str(name).strip().lower() in ("int4", "int8", "w4a16", "w8a8", "fp8")
+    # A generic name states a width, not a quantizer: int4 against a compressed-tensors int8 checkpoint is refused.
+    if (not generic and wanted.method.replace("-", "_") == method) or wanted.scheme == checkpoint.scheme:
+        return None
     if generic and _SCHEME_FAMILY.get(checkpoint.scheme, checkpoint.scheme) == _SCHEME_FAMILY.get(
         wanted.scheme, wanted.scheme
     ):
