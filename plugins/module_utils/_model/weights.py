@@ -27,6 +27,8 @@ Public API:
     found by ``_model/hub.py``) > parameter counts x bits per weight.
 ``quantization_conflict(name, checkpoint) -> str | None``: why an ``inferops_model.quantization`` contradicts
     the checkpoint's own quantization config.
+``quantization_named_by(repo) -> str | None``: the ``inferops_model.quantization`` value a repository's name
+    states (``-AWQ``, ``-GPTQ-Int8``, ``-FP8``, ``-NVFP4``, ...).
 ``weights_bytes_and_source(...) -> (int, str)``: the same, as a pair.
 """
 
@@ -207,6 +209,15 @@ def quantization_from_name(name: Optional[str]) -> Optional[QuantizationInfo]:
         )
     method, scheme, bits, group = _OVERRIDES[key]
     return QuantizationInfo(method=method, scheme=scheme, bits=bits, group_size=group)
+
+
+def quantization_named_by(repo: str) -> Optional[str]:
+    """The ``inferops_model.quantization`` value a repository's name states (``Org/Model-AWQ`` -> ``awq``,
+    ``Org/Model-GPTQ-Int8`` -> ``gptq_int8``), from the words of its name; None when it names none."""
+    words = [w for w in re.split(r"[-_.]+", str(repo).rsplit("/", 1)[-1].lower()) if w]
+    pairs = [f"{a}_{b}" for a, b in zip(words, words[1:]) if f"{a}_{b}" in _OVERRIDES]
+    singles = [w for w in words if w in _OVERRIDES]
+    return (pairs or singles or [None])[0]
 
 
 # Schemes one inventory name stands for: fp8 covers per-tensor and block FP8; the generic int4/int8 names

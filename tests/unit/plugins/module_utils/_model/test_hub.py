@@ -140,6 +140,19 @@ def test_a_catalogued_model_offline_uses_the_catalogue_and_says_so(offline):
     assert model["commit"] is None
 
 
+def test_a_repo_named_for_a_quantization_planned_from_the_catalogue_gets_a_warning(offline):
+    # The checkpoint is not read (offline, not cached): the catalogue's unquantized Qwen3-8B stands in.
+    named = plan(offline, repo="acme/Qwen3-8B-AWQ", base_model="Qwen/Qwen3-8B")
+    (warning,) = [c for c in named["checks"] if c["id"] == "model-quantization-assumed"]
+    assert warning["severity"] == "warning" and "inferops_model.repo 'acme/Qwen3-8B-AWQ'" in warning["message"]
+    assert warning["message"].endswith('(a value that passes: inferops_model.quantization: "awq")')
+    stated = plan(offline, repo="acme/Qwen3-8B-AWQ", base_model="Qwen/Qwen3-8B", quantization="awq")
+    assert not [c for c in stated["checks"] if c["id"] == "model-quantization-assumed"]
+    assert stated["model"]["weights_bytes"] < named["model"]["weights_bytes"] / 2
+    plain = plan(offline, repo="acme/Qwen3-8B-finetune", base_model="Qwen/Qwen3-8B")
+    assert not [c for c in plain["checks"] if c["id"] == "model-quantization-assumed"]
+
+
 def test_inline_config_wins_over_the_cache(tmp_path, offline):
     put_in_cache(tmp_path / "hub", REPO, COMMIT, {"config.json": b"{not json"})
     model = plan(offline, config=json.loads(CONFIG))["model"]
