@@ -12,7 +12,8 @@ Public API (names are stable; other module_utils and plugins import them):
     MTP layers) below 0.
 
 ``ModelArchitecture`` (frozen dataclass, plain types only) fields:
-    ``architecture`` (class name, e.g. ``Qwen3_5MoeForConditionalGeneration``), ``model_type``,
+    ``architecture`` (class name, e.g. ``Qwen3_5MoeForConditionalGeneration``; the first of
+    ``architectures``, every class config.json lists, in order), ``model_type``,
     ``num_layers``, ``num_attention_heads``, ``num_kv_heads``, ``head_dim``, ``hidden_size``,
     ``intermediate_size``, ``layer_types`` (tuple, one of ``LAYER_FULL``, ``LAYER_LINEAR``,
     ``LAYER_SLIDING``, ``LAYER_MLA`` per decoder layer), ``sliding_window``,
@@ -556,6 +557,9 @@ class ModelArchitecture:
     vision_patch_size: int = 0
     vision_spatial_merge_size: int = 0
     quantization: Optional[QuantizationInfo] = None
+    # Every class of config.json's ``architectures``, in order (``architecture`` is the first): vLLM serves
+    # the first one its registry lists (checks/architecture.py).
+    architectures: Tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: Mapping, hf_quant_config: Optional[Mapping] = None) -> ModelArchitecture:
@@ -621,6 +625,7 @@ class ModelArchitecture:
             or 0,
             **_vision_fields(top),
             quantization=quantization,
+            architectures=tuple(str(name) for name in archs),
         )
 
     def count_layers(self, kind: str) -> int:
@@ -679,6 +684,7 @@ class ModelArchitecture:
         """Plain dict (JSON-serialisable) with the helper figures added."""
         data = asdict(self)
         data["layer_types"] = list(self.layer_types)
+        data["architectures"] = list(self.architectures)
         data["full_attention_layers"] = self.full_attention_layers
         data["linear_attention_layers"] = self.linear_attention_layers
         data["sliding_window_layers"] = self.sliding_window_layers
