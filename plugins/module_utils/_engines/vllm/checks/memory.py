@@ -173,13 +173,29 @@ def check_max_num_seqs(
         # The state rule's own limit, not the number of full-length sequences: vLLM admits requests by the
         # blocks they use, so shorter ones share the rest (the info finding below says how many full-length).
         fitting, state_blocks = limit
+        pinned, blocks = seqs * state_blocks, int(blocks)
+        state = f"for their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length)"
+        if pinned > blocks:
+            # More than the cache holds: vLLM cannot run them all; each also needs a block per attention group.
+            attention = sum(
+                1 for g in (budget.get("layout") or {}).get("groups") or [] if g["kind"] != "linear_attention"
+            )
+            most = blocks // (state_blocks + max(1, attention))
+            effect = (
+                f"{seqs} running sequences would pin {pinned} KV cache blocks {state}, more than the {blocks} "
+                f"the KV cache holds: at most {most} run at once, each with one block of attention tokens, and "
+                "long requests get preempted."
+            )
+        else:
+            effect = (
+                f"{seqs} running sequences pin {pinned} of the {blocks} KV cache blocks {state}, leaving less "
+                "than half for attention tokens: long requests get preempted and memory runs short."
+            )
         findings.append(
             finding_entry(
                 "max-num-seqs",
                 "warning",
-                f"{seqs} running sequences pin {seqs * state_blocks} of the {blocks} KV cache blocks for "
-                f"their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length), leaving "
-                "less than half for attention tokens: long requests get preempted and memory runs short. The "
+                f"{effect} The "
                 "most sequences whose state leaves half of the blocks to attention tokens pass (fewer sequences "
                 "also shrink the sampler warm-up, so the cache grows); vLLM admits a request by the blocks it "
                 "uses, so shorter requests share that half",
