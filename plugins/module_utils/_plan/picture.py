@@ -43,14 +43,16 @@ def _utilization(plan: Mapping[str, Any]) -> Optional[float]:
     return float(value) if plan.get("engine") == "vllm" and isinstance(value, (int, float)) else None
 
 
-# The console's one-line bar (text_bar): a character per part, ``|`` at gpu_memory_utilization.
+# The console's one-line bar (text_bar): a character per part, ``]`` where gpu_memory_utilization
+# ends (not ``|``, which would split a Markdown table's cell).
+BAR_MARK = "]"
 BAR_CHARS = {"weights": "W", "overhead": "o", "kv_cache": "K", "free": "."}
 BAR_CELLS = 20
 
 
 def text_bar(plan: Mapping[str, Any], cells: int = BAR_CELLS) -> str:
     """The fullest GPU's memory in ``cells`` characters against its total (the parts of the SVG's bar, each
-    rounded at its cumulative end), with ``|`` inserted where gpu_memory_utilization ends (vLLM); "" without
+    rounded at its cumulative end), with ``]`` inserted where gpu_memory_utilization ends (vLLM); "" without
     a per-GPU budget."""
     bars = [b for b in _bars(plan) if b["total"] > 0]
     if not bars:
@@ -66,7 +68,7 @@ def text_bar(plan: Mapping[str, Any], cells: int = BAR_CELLS) -> str:
     utilization = _utilization(plan)
     if utilization is not None:
         at = min(cells, max(0, round(utilization * cells)))
-        text = text[:at] + "|" + text[at:]
+        text = text[:at] + BAR_MARK + text[at:]
     return f"GPU{fullest['index']} {text}"
 
 

@@ -35,7 +35,7 @@ TABLE_LEGEND = (
     "context length, then the sequences run at once at inferops_context_tokens (max_num_seqs and the KV cache "
     "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together); memory: "
     "the fullest GPU's total in 20 characters, W weights, o non-KV overhead, K KV cache, . free, "
-    "| where gpu_memory_utilization ends (vLLM); the picture per GPU is plans/<host>.svg"
+    "] where gpu_memory_utilization ends (vLLM); the picture per GPU is plans/<host>.svg"
 )
 
 

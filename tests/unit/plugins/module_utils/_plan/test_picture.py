@@ -63,10 +63,11 @@ def test_the_picture_states_the_plan(host):
 @pytest.mark.parametrize("host", HOSTS)
 def test_the_console_bar_states_the_fullest_gpu(host):
     """The table's one-line bar (issue 26 part 3): 20 characters of the fullest GPU's total, each part within
-    half a character of its share, and ``|`` where gpu_memory_utilization ends."""
+    half a character of its share, and ``]`` where gpu_memory_utilization ends."""
     plan, _topology = _example(host)
     bar = text_bar(plan)
-    assert any(bar in line for line in render_table([plan]))
+    (row,) = [line for line in render_table([plan]) if bar in line]
+    assert len(row.split("|")) == len(render_table([plan])[0].split("|"))  # one cell
     label, cells = bar.split(" ")
     fullest = max(
         plan["memory"]["per_gpu"],
@@ -74,11 +75,11 @@ def test_the_console_bar_states_the_fullest_gpu(host):
     )
     assert label == f"GPU{fullest['index']}"
     if plan["engine"] == "vllm":
-        at = cells.index("|")
+        at = cells.index("]")
         assert at / 20 == pytest.approx(plan["settings"]["gpu_memory_utilization"]["value"], abs=0.5 / 20)
-        cells = cells.replace("|", "", 1)
+        cells = cells.replace("]", "", 1)
     else:
-        assert "|" not in cells
+        assert "]" not in cells
     assert len(cells) == 20 and cells == "".join(sorted(cells, key="WoK.".index)), cells
     used = 0.0
     for number, part in enumerate(("weights", "overhead", "kv_cache")):
