@@ -1,5 +1,6 @@
 """Every suggested value is verified before it is shown (issue 26 part 4): _plan/suggestions.py, and the property
-that every value a plan prints as one that passes removes its finding (hosts: suggestion_grid.yml)."""
+that every value a plan prints as one that passes removes its finding (hosts: the bad-input corpus, the batch-limit
+and newcomer cases, and suggestion_grid.yml)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.suggestions imp
 
 from . import test_bad_inputs as bad
 from . import test_batch_limits as batch
+from . import test_newcomer_cases as newcomer
 
 HERE = Path(__file__).parent
 GRID = yaml.safe_load((HERE / "suggestion_grid.yml").read_text(encoding="utf-8"))
@@ -155,6 +157,12 @@ def _corpus_hosts():
         variables["inferops_model"] = {"revision": batch.COMMIT, **case["model"]}
         hardware = {"gpus": [dict(gpus, index=i) for i in range(count)], "topology": {}, "driver": batch.DRIVER}
         hosts.append(pytest.param(variables, hardware, id=f"batch-{case['id']}"))
+    for case in newcomer.CASES:
+        # A cluster's nodes are planned together (test_cluster.py); a 16-GPU host takes about 10 s a plan (the
+        # layout search's placements) and is planned, with its suggestions verified, by test_newcomer_cases.py.
+        if int(case.get("nodes", 1)) == 1 and int(case.get("gpus", {}).get("count", 1)) <= 8:
+            (member,) = newcomer._members(case)
+            hosts.append(pytest.param(dict(member.variables), member.hardware, id=f"newcomer-{case['id']}"))
     return hosts
 
 
