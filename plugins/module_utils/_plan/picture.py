@@ -45,6 +45,35 @@ def _utilization(plan: Mapping[str, Any]) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) else None  # only vLLM has the setting
 
 
+# The console's one-line bar (text_bar): a character per part, ``]`` where gpu_memory_utilization
+# ends (not ``|``, which would split a Markdown table's cell).
+BAR_MARK = "]"
+BAR_CHARS = {"weights": "W", "overhead": "o", "kv_cache": "K", "free": "."}
+BAR_CELLS = 20
+
+
+def text_bar(plan: Mapping[str, Any], cells: int = BAR_CELLS) -> str:
+    """The fullest GPU's memory in ``cells`` characters against its total (the parts of the SVG's bar, each
+    rounded at its cumulative end), with ``]`` inserted where gpu_memory_utilization ends (vLLM); "" without
+    a per-GPU budget."""
+    bars = [b for b in _bars(plan) if b["total"] > 0]
+    if not bars:
+        return ""
+    fullest = max(bars, key=lambda b: (b["total"] - b["free"]) / b["total"])
+    text, end, done = "", 0.0, 0
+    for name, _colour in PARTS:
+        end += fullest[name]
+        upto = min(cells, round(end / fullest["total"] * cells))
+        text += BAR_CHARS[name] * max(0, upto - done)
+        done = max(done, upto)
+    text += BAR_CHARS["free"] * (cells - done)
+    utilization = _utilization(plan)
+    if utilization is not None:
+        at = min(cells, max(0, round(utilization * cells)))
+        text = text[:at] + BAR_MARK + text[at:]
+    return f"GPU{fullest['index']} {text}"
+
+
 def link(topology: Optional[Mapping[str, Any]], a: int, b: int) -> str:
     """The link type between GPUs a and b in ``nvidia-smi topo -m`` (NV4, PHB, SYS, ...), or ``?``."""
     matrix = (topology or {}).get("matrix") or []

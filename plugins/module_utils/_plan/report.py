@@ -12,6 +12,7 @@ import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import text_bar
 
 TABLE_COLUMNS = (
     "host",
@@ -24,6 +25,7 @@ TABLE_COLUMNS = (
     "KV tokens",
     "concurrency",
     "decode tok/s",
+    "memory (fullest GPU)",
     "checks",
 )
 
@@ -32,7 +34,9 @@ TABLE_COLUMNS = (
 TABLE_LEGEND = (
     "vLLM figures are per GPU, Ollama's totals; concurrency: full-length sequences the KV cache holds at the "
     "context length, then the sequences run at once at inferops_context_tokens (max_num_seqs and the KV cache "
-    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together)"
+    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together); memory: "
+    "the fullest GPU's total in 20 characters, W weights, o non-KV overhead, K KV cache, . free, "
+    "] where gpu_memory_utilization ends (vLLM); the picture per GPU is plans/<host>.svg"
 )
 
 
@@ -116,6 +120,7 @@ def table_row(plan: Mapping[str, Any]) -> List[str]:
         _num(memory.get("kv_cache_tokens")),
         _concurrency(plan),
         _decode(plan),
+        text_bar(plan),
         f"{counts['error']} error, {counts['warning']} warning",
     ]
 

@@ -59,6 +59,8 @@ Public API:
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
 ``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
     "GPU KV cache size") and ``max_concurrency`` for a budget and a ``kv_cache_layout``.
+``sequences_at_length(layout, num_blocks, length) -> int``: how many requests of ``length`` tokens the blocks
+    hold at once (a recurrent state's blocks are fixed whatever the length, a sliding window's capped).
 ``format_gib(version, bytes) -> str``: GiB as the release prints them in "Available KV cache memory".
 ``format_capacity_log(version, kv_cache_tokens, max_model_len, max_concurrency) -> list[str]``.
 ``parse_human_int(value) -> int``: vLLM's human_readable_int (``5g`` = 5e9, ``5G`` = 5 GiB).
@@ -402,6 +404,7 @@ def kv_cache_layout(
         "bytes_per_block": group_size * page,
         "blocks_per_request": blocks_per_request,
         "max_model_len": length,
+        "mamba_cache_mode": mode,
     }
 
 
@@ -658,6 +661,25 @@ def kv_capacity(version: VllmVersion, layout: Mapping, kv_cache_bytes: int) -> D
     else:
         tokens = num_blocks // len(layout["groups"]) * layout["block_size"]
     return {"num_blocks": num_blocks, "kv_cache_tokens": tokens, "max_concurrency": concurrency}
+
+
+def sequences_at_length(layout: Mapping, num_blocks: int, length: int) -> int:
+    """How many requests of ``length`` tokens (at most the layout's max_model_len) ``num_blocks`` hold at once:
+    vLLM admits a request by the blocks it uses in every group. Attention groups need a block per
+    ``block_size`` tokens, a sliding window's no more than at full length; a Gated-DeltaNet/Mamba state's
+    blocks are the same whatever the length (mamba_cache_mode all: one per block of tokens, plus the drafts')."""
+    size, full = int(layout["block_size"]), _cdiv(int(layout["max_model_len"]), int(layout["block_size"]))
+    tokens = _cdiv(max(1, min(int(length), int(layout["max_model_len"]))), size)
+    per_request = 0
+    for group in layout["groups"]:
+        blocks = int(group["blocks_per_request"])
+        if group["kind"] == LAYER_LINEAR:
+            per_request += blocks - full + tokens if layout.get("mamba_cache_mode") == "all" else blocks
+        elif group["kind"] == LAYER_SLIDING:
+            per_request += min(blocks, tokens + 1)
+        else:
+            per_request += min(blocks, tokens)
+    return int(num_blocks) // per_request if per_request else 0
 
 
 def _weights(arch: ModelArchitecture, weights: Optional[WeightsEstimate], values: Mapping) -> WeightsEstimate:
