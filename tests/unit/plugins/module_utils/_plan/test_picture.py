@@ -65,10 +65,10 @@ def test_the_console_bar_states_the_fullest_gpu(host):
     """The table's one-line bar (issue 26 part 3): 20 characters of the fullest GPU's total, each part within
     half a character of its share, and ``]`` where gpu_memory_utilization ends."""
     plan, _topology = _example(host)
-    bar = text_bar(plan)
-    (row,) = [line for line in render_table([plan]) if bar in line]
+    line_bar = text_bar(plan)
+    (row,) = [line for line in render_table([plan]) if line_bar in line]
     assert len(row.split("|")) == len(render_table([plan])[0].split("|"))  # one cell
-    label, cells = bar.split(" ")
+    label, cells = line_bar.split(" ")
     fullest = max(
         plan["memory"]["per_gpu"],
         key=lambda g: (g["weights_gib"] + g["overhead_gib"] + g["kv_cache_gib"]) / g["total_gib"],

@@ -531,7 +531,7 @@ def test_the_state_warning_never_pins_more_blocks_than_the_cache_holds(seqs):
     many sequences run at once with one block of attention tokens each."""
     model = arch(QWEN36, AWQ)
     base = {"tensor_parallel_size": 2, "kv_cache_dtype": "fp8", "max_model_len": 65536, "max_num_batched_tokens": 4096}
-    (warning,) = [f for f in only(run(model, "0.28.0", dict(base, max_num_seqs=seqs), count=2), "max-num-seqs")]
+    (warning,) = list(only(run(model, "0.28.0", dict(base, max_num_seqs=seqs), count=2), "max-num-seqs"))
     message = warning["message"]
     pinned = re.search(r"running sequences pin (\d+) of the (\d+) KV cache blocks", message)
     over = re.search(
