@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import plain as _plain
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import ModelResolver
 from ansible_collections.inferops.llm.plugins.module_utils._plan.cluster import Member
@@ -68,7 +69,8 @@ def _gateway(
         host_vars = hostvars[host]
         engine_hosts[host] = {name: _plain(host_vars[name]) for name in ENDPOINT_VARIABLES if name in host_vars}
         # Whether a key is set, never its value (it stays in the vault until the gateway role runs).
-        if "vllm_api_key" in defined.get(host, ()) and plans[host].get("engine") == "vllm":
+        facts = ENGINES.get(str(plans[host].get("engine")))
+        if facts and facts.api_key_variable and facts.api_key_variable in defined.get(host, ()):
             keyed.append(host)
     gateway_vars = hostvars[gateway]
     variables = {}

@@ -41,6 +41,7 @@ FINDING_IDS: Dict[str, str] = {
     "memory-fit": "weights, overhead and KV cache against the GPU's memory",
     "memory-overhead-uncertain": "a non-KV overhead term the plan cannot pin down, with the KV range it spans",
     "model-revision": "a branch or tag instead of a commit",
+    "model-quantization-assumed": "a repository named for a quantization planned unquantized: its files were not read",
     "model-source": "a gated or private repository read without a token that grants access",
     "ollama-arch-unsupported": "an architecture the pinned Ollama cannot load",
     "ollama-checksum-unknown": "an Ollama release without a known sha256, which the ollama role refuses",

@@ -65,7 +65,9 @@ ENGINE_VERSION_PATTERNS = {
     "vllm": r"[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:\+[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)?",
     "ollama": r"[0-9]+\.[0-9]+\.[0-9]+",
 }
-ENGINE_VERSION_EXAMPLES = {"vllm": "0.33.0 (or 0.33.0+cu130)", "ollama": "0.30.0"}
+# A pin an input error names must plan: the Ollama one has a recorded sha256 for amd64 and arm64 (the ollama
+# role refuses a release without one; tests/unit/.../test_suggestions.py checks both).
+ENGINE_VERSION_EXAMPLES = {"vllm": "0.33.0 (or 0.33.0+cu130)", "ollama": "0.32.9"}
 
 
 def engine_version_error(engine: str, text: object, variable: str = "") -> str:

@@ -8,10 +8,12 @@ Public API (names are stable; other module_utils and plugins import them):
     ``config`` is the parsed config.json (any Mapping). When it nests the language model under
     ``text_config`` (Qwen3.5/3.6, Gemma 3, Mistral 3) the text tower is read from there and
     ``vision_config`` only marks the vision tower as present. Raises ``ValueError`` naming the
-    missing or malformed key.
+    missing or malformed key, or a size (heads, dimensions, layers, lengths) below 1, or a count (experts,
+    MTP layers) below 0.
 
 ``ModelArchitecture`` (frozen dataclass, plain types only) fields:
-    ``architecture`` (class name, e.g. ``Qwen3_5MoeForConditionalGeneration``), ``model_type``,
+    ``architecture`` (class name, e.g. ``Qwen3_5MoeForConditionalGeneration``; the first of
+    ``architectures``, every class config.json lists, in order), ``model_type``,
     ``num_layers``, ``num_attention_heads``, ``num_kv_heads``, ``head_dim``, ``hidden_size``,
     ``intermediate_size``, ``layer_types`` (tuple, one of ``LAYER_FULL``, ``LAYER_LINEAR``,
     ``LAYER_SLIDING``, ``LAYER_MLA`` per decoder layer), ``sliding_window``,
@@ -115,11 +117,20 @@ def dtype_bytes(name: str) -> int:
     return _DTYPE_BYTES[key]
 
 
-def _int_or_none(value: Any, key: str) -> Optional[int]:
+# Sizes (heads, dimensions, layers, lengths) divide and multiply the budgets: zero or less is refused.
+# Counts (experts, leading dense layers, MTP layers) and sizes whose 0 means "none" (sliding_window,
+# intermediate_size of a model with only MoE layers) may be 0, never negative.
+SIZE = 1
+COUNT = 0
+
+
+def _int_or_none(value: Any, key: str, minimum: Optional[int] = None) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
         raise ValueError(f"config.json key {key!r} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"config.json key {key!r} must be {minimum} or more, got {value!r}")
     return int(value)
 
 
@@ -131,6 +142,7 @@ def _first(mapping: Mapping, *keys: str) -> Any:
 
 
 def _required_int(mapping: Mapping, where: str, *keys: str) -> int:
+    """A size that must be there, 1 or more."""
     value = _first(mapping, *keys)
     if value is None:
         names = " / ".join(repr(k) for k in keys)
@@ -138,7 +150,7 @@ def _required_int(mapping: Mapping, where: str, *keys: str) -> int:
             f"config.json{where} is missing {names}: cannot describe the model without it "
             "(pass the real config.json as inferops_model.config or config_file)"
         )
-    return _int_or_none(value, keys[0])  # type: ignore[return-value]
+    return _int_or_none(value, keys[0], SIZE)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -371,7 +383,7 @@ _QUANT_PARSERS = {
 
 
 def _layer_types(text: Mapping, num_layers: int, is_mla: bool) -> Tuple[Tuple[str, ...], Optional[int]]:
-    sliding_window = _int_or_none(text.get("sliding_window"), "sliding_window")
+    sliding_window = _int_or_none(text.get("sliding_window"), "sliding_window", COUNT)
     if text.get("use_sliding_window") is False:
         sliding_window = None
     raw = text.get("layer_types")
@@ -391,10 +403,10 @@ def _layer_types(text: Mapping, num_layers: int, is_mla: bool) -> Tuple[Tuple[st
         return tuple(LAYER_MLA if is_mla and k == LAYER_FULL else k for k in kinds), sliding_window
     if is_mla:
         return (LAYER_MLA,) * num_layers, None
-    interval = _int_or_none(text.get("full_attention_interval"), "full_attention_interval")
+    interval = _int_or_none(text.get("full_attention_interval"), "full_attention_interval", COUNT)
     if interval:  # Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet
         return tuple(LAYER_FULL if (i + 1) % interval == 0 else LAYER_LINEAR for i in range(num_layers)), None
-    pattern = _int_or_none(text.get("sliding_window_pattern"), "sliding_window_pattern")
+    pattern = _int_or_none(text.get("sliding_window_pattern"), "sliding_window_pattern", COUNT)
     if sliding_window and pattern:  # Gemma 3: pattern-1 local layers, then one global
         return tuple(LAYER_FULL if (i + 1) % pattern == 0 else LAYER_SLIDING for i in range(num_layers)), sliding_window
     if sliding_window and text.get("model_type") == "gemma2":
@@ -413,7 +425,7 @@ def _rope(text: Mapping) -> Tuple[Optional[str], Optional[float], Optional[int]]
         return None, None, None
     rope_type = rope.get("rope_type") or rope.get("type")
     factor = rope.get("factor")
-    original = _int_or_none(rope.get("original_max_position_embeddings"), "original_max_position_embeddings")
+    original = _int_or_none(rope.get("original_max_position_embeddings"), "original_max_position_embeddings", SIZE)
     return (str(rope_type) if rope_type else None), (float(factor) if factor is not None else None), original
 
 
@@ -459,7 +471,23 @@ def _require_linear_keys(text: Mapping, where: str, layer_types: Sequence[str]) 
 
 def _linear_fields(text: Mapping) -> Dict[str, Optional[int]]:
     """The Gated DeltaNet (linear attention) dimensions of ModelArchitecture."""
-    return {key: _int_or_none(text.get(key), key) for key in _LINEAR_KEYS}
+    return {key: _int_or_none(text.get(key), key, SIZE) for key in _LINEAR_KEYS}
+
+
+def _moe_fields(text: Mapping) -> Dict[str, Any]:
+    """The mixture-of-experts fields of ModelArchitecture (counts 0 for a dense model)."""
+    experts = _first(text, "num_experts", "num_local_experts", "n_routed_experts")
+    shared_size = _int_or_none(text.get("shared_expert_intermediate_size"), "shared_expert_intermediate_size", COUNT)
+    shared = _int_or_none(text.get("n_shared_experts"), "n_shared_experts", COUNT)
+    per_token = _first(text, "num_experts_per_tok", "experts_per_token")
+    return {
+        "num_experts": _int_or_none(experts, "num_experts", COUNT) or 0,
+        "num_experts_per_tok": _int_or_none(per_token, "num_experts_per_tok", COUNT) or 0,
+        "moe_intermediate_size": _int_or_none(text.get("moe_intermediate_size"), "moe_intermediate_size", COUNT),
+        "num_shared_experts": (1 if shared_size else 0) if shared is None else shared,
+        "shared_expert_intermediate_size": shared_size,
+        "first_k_dense_replace": _int_or_none(text.get("first_k_dense_replace"), "first_k_dense_replace", COUNT) or 0,
+    }
 
 
 def _vision_fields(top: Mapping) -> Dict[str, Any]:
@@ -468,12 +496,16 @@ def _vision_fields(top: Mapping) -> Dict[str, Any]:
     vision = dict(vision) if isinstance(vision, Mapping) else {}
     return {
         "has_vision": bool(vision),
-        "vision_depth": _int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth") or 0,
-        "vision_hidden_size": _int_or_none(vision.get("hidden_size"), "vision_config.hidden_size") or 0,
-        "vision_intermediate_size": _int_or_none(vision.get("intermediate_size"), "vision_config.intermediate_size")
+        "vision_depth": _int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth", COUNT) or 0,
+        "vision_hidden_size": _int_or_none(vision.get("hidden_size"), "vision_config.hidden_size", COUNT) or 0,
+        "vision_intermediate_size": _int_or_none(
+            vision.get("intermediate_size"), "vision_config.intermediate_size", COUNT
+        )
         or 0,
-        "vision_patch_size": _int_or_none(vision.get("patch_size"), "vision_config.patch_size") or 0,
-        "vision_spatial_merge_size": _int_or_none(vision.get("spatial_merge_size"), "vision_config.spatial_merge_size")
+        "vision_patch_size": _int_or_none(vision.get("patch_size"), "vision_config.patch_size", COUNT) or 0,
+        "vision_spatial_merge_size": _int_or_none(
+            vision.get("spatial_merge_size"), "vision_config.spatial_merge_size", COUNT
+        )
         or 0,
     }
 
@@ -525,6 +557,9 @@ class ModelArchitecture:
     vision_patch_size: int = 0
     vision_spatial_merge_size: int = 0
     quantization: Optional[QuantizationInfo] = None
+    # Every class of config.json's ``architectures``, in order (``architecture`` is the first): vLLM serves
+    # the first one its registry lists (checks/architecture.py).
+    architectures: Tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: Mapping, hf_quant_config: Optional[Mapping] = None) -> ModelArchitecture:
@@ -538,23 +573,17 @@ class ModelArchitecture:
             _required_int(text, where, "vocab_size") if "vocab_size" in text else _required_int(top, "", "vocab_size")
         )
         max_pos = _required_int(text, where, "max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
-        kv_heads = _int_or_none(_first(text, "num_key_value_heads", "num_kv_heads"), "num_key_value_heads") or heads
-        kv_lora_rank = _int_or_none(text.get("kv_lora_rank"), "kv_lora_rank")
+        kv_heads = _int_or_none(_first(text, "num_key_value_heads", "num_kv_heads"), "num_key_value_heads", SIZE)
+        kv_heads = kv_heads or heads
+        kv_lora_rank = _int_or_none(text.get("kv_lora_rank"), "kv_lora_rank", SIZE)
         is_mla = kv_lora_rank is not None
         if is_mla:  # MLA query/key head: nope + rope parts (the cached latent is kv_lora_rank + rope)
             head_dim = _required_int(text, where, "qk_nope_head_dim") + _required_int(text, where, "qk_rope_head_dim")
         else:
-            head_dim = _int_or_none(text.get("head_dim"), "head_dim") or hidden // heads
+            head_dim = _int_or_none(text.get("head_dim"), "head_dim", SIZE) or hidden // heads
         layer_types, sliding_window = _layer_types(text, num_layers, is_mla)
         _require_linear_keys(text, where, layer_types)
         rope_type, rope_factor, rope_original = _rope(text)
-        num_experts = (
-            _int_or_none(_first(text, "num_experts", "num_local_experts", "n_routed_experts"), "num_experts") or 0
-        )
-        shared_size = _int_or_none(text.get("shared_expert_intermediate_size"), "shared_expert_intermediate_size")
-        shared = _int_or_none(text.get("n_shared_experts"), "n_shared_experts")
-        if shared is None:
-            shared = 1 if shared_size else 0
         dtype = str(_first(text, "dtype", "torch_dtype") or _first(top, "dtype", "torch_dtype") or "bfloat16")
         quant_raw = top.get("quantization_config") or text.get("quantization_config")
         if quant_raw is None:
@@ -574,24 +603,16 @@ class ModelArchitecture:
             vocab_size=vocab,
             max_position_embeddings=max_pos,
             layer_types=layer_types,
-            intermediate_size=_int_or_none(text.get("intermediate_size"), "intermediate_size"),
+            intermediate_size=_int_or_none(text.get("intermediate_size"), "intermediate_size", COUNT),
             sliding_window=sliding_window,
             attn_output_gate=bool(text.get("attn_output_gate", model_type in _GATED_ATTENTION_MODEL_TYPES)),
             kv_lora_rank=kv_lora_rank,
-            q_lora_rank=_int_or_none(text.get("q_lora_rank"), "q_lora_rank"),
-            qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim"), "qk_rope_head_dim"),
-            qk_nope_head_dim=_int_or_none(text.get("qk_nope_head_dim"), "qk_nope_head_dim"),
-            v_head_dim=_int_or_none(text.get("v_head_dim"), "v_head_dim"),
+            q_lora_rank=_int_or_none(text.get("q_lora_rank"), "q_lora_rank", SIZE),
+            qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim"), "qk_rope_head_dim", SIZE),
+            qk_nope_head_dim=_int_or_none(text.get("qk_nope_head_dim"), "qk_nope_head_dim", SIZE),
+            v_head_dim=_int_or_none(text.get("v_head_dim"), "v_head_dim", SIZE),
             **_linear_fields(text),
-            num_experts=num_experts,
-            num_experts_per_tok=_int_or_none(
-                _first(text, "num_experts_per_tok", "experts_per_token"), "num_experts_per_tok"
-            )
-            or 0,
-            moe_intermediate_size=_int_or_none(text.get("moe_intermediate_size"), "moe_intermediate_size"),
-            num_shared_experts=shared,
-            shared_expert_intermediate_size=shared_size,
-            first_k_dense_replace=_int_or_none(text.get("first_k_dense_replace"), "first_k_dense_replace") or 0,
+            **_moe_fields(text),
             rope_type=rope_type,
             rope_factor=rope_factor,
             rope_original_max_position_embeddings=rope_original,
@@ -599,11 +620,12 @@ class ModelArchitecture:
             dtype=dtype.replace("torch.", ""),
             tie_word_embeddings=bool(tie),
             mtp_layers=_int_or_none(
-                _first(text, "mtp_num_hidden_layers", "num_nextn_predict_layers"), "mtp_num_hidden_layers"
+                _first(text, "mtp_num_hidden_layers", "num_nextn_predict_layers"), "mtp_num_hidden_layers", COUNT
             )
             or 0,
             **_vision_fields(top),
             quantization=quantization,
+            architectures=tuple(str(name) for name in archs),
         )
 
     def count_layers(self, kind: str) -> int:
@@ -662,6 +684,7 @@ class ModelArchitecture:
         """Plain dict (JSON-serialisable) with the helper figures added."""
         data = asdict(self)
         data["layer_types"] = list(self.layer_types)
+        data["architectures"] = list(self.architectures)
         data["full_attention_layers"] = self.full_attention_layers
         data["linear_attention_layers"] = self.linear_attention_layers
         data["sliding_window_layers"] = self.sliding_window_layers

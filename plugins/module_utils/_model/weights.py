@@ -27,6 +27,8 @@ Public API:
     found by ``_model/hub.py``) > parameter counts x bits per weight.
 ``quantization_conflict(name, checkpoint) -> str | None``: why an ``inferops_model.quantization`` contradicts
     the checkpoint's own quantization config.
+``quantization_named_by(repo) -> str | None``: the ``inferops_model.quantization`` value a repository's name
+    states (``-AWQ``, ``-GPTQ-Int8``, ``-FP8``, ``-NVFP4``, ...).
 ``weights_bytes_and_source(...) -> (int, str)``: the same, as a pair.
 """
 
@@ -209,6 +211,15 @@ def quantization_from_name(name: Optional[str]) -> Optional[QuantizationInfo]:
     return QuantizationInfo(method=method, scheme=scheme, bits=bits, group_size=group)
 
 
+def quantization_named_by(repo: str) -> Optional[str]:
+    """The ``inferops_model.quantization`` value a repository's name states (``Org/Model-AWQ`` -> ``awq``,
+    ``Org/Model-GPTQ-Int8`` -> ``gptq_int8``), from the words of its name; None when it names none."""
+    words = [w for w in re.split(r"[-_.]+", str(repo).rsplit("/", 1)[-1].lower()) if w]
+    pairs = [f"{a}_{b}" for a, b in zip(words, words[1:]) if f"{a}_{b}" in _OVERRIDES]
+    singles = [w for w in words if w in _OVERRIDES]
+    return (pairs or singles or [None])[0]
+
+
 # Schemes one inventory name stands for: fp8 covers per-tensor and block FP8; the generic int4/int8 names
 # cover every integer scheme of that width (compressed-tensors, AutoRound, GPTQ, AWQ).
 _SCHEME_FAMILY = {"fp8_block": "fp8", "awq_int4": "int4", "gptq_int4": "int4", "gptq_int8": "int8", "bnb_int8": "int8"}
@@ -230,9 +241,10 @@ def quantization_conflict(name: Optional[str], checkpoint: Optional[Quantization
         )
         return f"inferops_model.quantization is {name!r} but the checkpoint has {has}"
     method = checkpoint.method.replace("-", "_")
-    if wanted.method.replace("-", "_") == method or wanted.scheme == checkpoint.scheme:
-        return None
     generic = str(name).strip().lower() in ("int4", "int8", "w4a16", "w8a8", "fp8")
+    # A generic name states a width, not a quantizer: int4 against a compressed-tensors int8 checkpoint is refused.
+    if (not generic and wanted.method.replace("-", "_") == method) or wanted.scheme == checkpoint.scheme:
+        return None
     if generic and _SCHEME_FAMILY.get(checkpoint.scheme, checkpoint.scheme) == _SCHEME_FAMILY.get(
         wanted.scheme, wanted.scheme
     ):
@@ -375,6 +387,9 @@ def estimate_weights(
         estimated = sum(components[n] for n in in_total) or 1
         scale = given_total / estimated
         components = {n: int(components[n] * scale) if n in in_total else 0 for n in COMPONENTS}
+        # Each component was rounded down: the bytes lost go to the largest, so the parts sum to the total.
+        largest = max(in_total, key=lambda n: components[n])
+        components[largest] += given_total - sum(components[n] for n in in_total)
     if not include_mtp:
         components["mtp"] = 0
     if not include_vision:

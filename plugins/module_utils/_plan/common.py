@@ -223,9 +223,11 @@ def plan_findings(
         if variable and str(variable) not in message:
             message = f"{variable}: {message}"
         suggested = item.get("suggested")
-        # Already named when the message has the value as a word of its own ("6" inside "576" or "64" is
-        # not the value 6).
-        shown = re.search(rf"(?<![\w.]){re.escape(str(suggested))}(?![\w.])", message)
+        # Already offered when the message names it as a value: quoted ("use 'qwen3_coder'") or after the
+        # variable ("vllm_max_num_seqs: 6"). A number that is only a figure of the message ("this host has 8
+        # GPU(s)", "PP 2") is not an offer: the value is appended.
+        value = re.escape(str(suggested))
+        shown = re.search(rf"'{value}'|\"{value}\"|{re.escape(str(variable))}: {value}(?![\w.])", message)
         bare = message
         if variable and suggested not in (None, "", []) and not shown:
             message += f" (a value that passes: {variable}: {json.dumps(suggested)})"

@@ -6,7 +6,9 @@
 interface: ``plan`` (the engine's own planner loop: settings, budget, checks, command), ``key_findings``
 (what the engine's role would refuse besides) and ``start`` (how long a start may take). Adding an engine
 (or a device of one) is adding its planner here; the engine names are switched on nowhere else in
-``build_plan``.
+``build_plan``. What the code after the plan reads of an engine (service config, report, metrics, scrape
+targets, gateway) is its record in ``_engines/facts.py``, plain data that the filters import without the
+planners.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import VersionError, version_tuple
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
 
 with open(os.path.join(os.path.dirname(__file__), "gateway.json"), encoding="utf-8") as _handle:
     GATEWAY_DATA: Dict[str, Any] = json.load(_handle)
@@ -30,7 +31,6 @@ with open(os.path.join(os.path.dirname(__file__), "gateway.json"), encoding="utf
 BUILTIN_PROFILES: Dict[str, Dict[str, Any]] = {
     name: entry for name, entry in GATEWAY_DATA["profiles"].items() if not name.startswith("_")
 }
-ENGINE_NAMES = {"vllm": "vLLM", "ollama": "Ollama"}
 # A model name a client sends: no spaces, quotes or control characters (it is also a YAML key and a URL part).
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
 _PROFILE_KEYS = {"name", "model", "builtin", "params", "chat_template_kwargs", "description"}
@@ -110,8 +110,8 @@ def _check_backends(given: Sequence[Any]) -> List[Dict[str, Any]]:
                 )
             )
             continue
-        if entry["engine"] not in ENGINE_NAMES:
-            errors.append(f"{where}.engine must be one of {', '.join(ENGINE_NAMES)}, got {entry['engine']!r}")
+        if entry["engine"] not in ENGINES:
+            errors.append(f"{where}.engine must be one of {', '.join(ENGINES)}, got {entry['engine']!r}")
             continue
         if not re.fullmatch(r"https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._/-]*)?", str(entry["api_base"])):
             errors.append(f"{where}.api_base must be an http(s) URL such as http://10.0.0.5:8000/v1")
@@ -197,9 +197,9 @@ def _parameter_findings(
 ) -> List[Dict[str, Any]]:
     engine, version = backend["engine"], backend["engine_version"]
     accepted = _accepted(engine, table)
-    everywhere = set().union(*(set(_accepted(name, table)) for name in ENGINE_NAMES))
+    everywhere = set().union(*(set(_accepted(name, table)) for name in ENGINES))
     fields = list(profile["params"]) + (["chat_template_kwargs"] if profile["chat_template_kwargs"] else [])
-    where = f"{ENGINE_NAMES[engine]} {version} on {backend['host'] or backend['api_base']}"
+    where = f"{ENGINES[engine].display_name} {version} on {backend['host'] or backend['api_base']}"
     findings = []
     for field in fields:
         if field not in everywhere:
@@ -407,7 +407,6 @@ ENDPOINT_VARIABLES = (
 )
 # The address each engine role binds when the inventory sets none (roles/vllm and roles/ollama defaults).
 _DEFAULT_LISTEN = "127.0.0.1"
-_LISTEN_VARIABLE = {"vllm": "vllm_host", "ollama": "ollama_host"}
 
 
 def _is_loopback(address: str) -> bool:
@@ -452,10 +451,8 @@ def fleet_endpoints(
                 ]
         endpoints[host] = {
             "address": address,
-            "vllm_host": str(variables.get("vllm_host") or _DEFAULT_LISTEN),
-            "ollama_host": str(variables.get("ollama_host") or _DEFAULT_LISTEN),
-            "vllm_port": int(variables.get("vllm_port") or 8000),
-            "ollama_port": int(variables.get("ollama_port") or 11434),
+            **{f.listen_variable: str(variables.get(f.listen_variable) or _DEFAULT_LISTEN) for f in ENGINES.values()},
+            **{f.port_variable: int(variables.get(f.port_variable) or f.default_port) for f in ENGINES.values()},
             "models": models,
             "api_key_env": _env_name(host) if host in keyed else None,
         }
@@ -478,8 +475,7 @@ def plan_fleet_gateway(
     for host, plan in plans.items():
         # A worker of a multi-host deployment serves no API: the cluster's head is its one endpoint.
         if host in endpoints and (plan.get("cluster") or {}).get("role") != "worker":
-            engine = plan.get("engine")
-            endpoints[host]["port"] = endpoints[host]["ollama_port" if engine == "ollama" else "vllm_port"]
+            endpoints[host]["port"] = endpoints[host][ENGINES[plan["engine"]].port_variable]
     usable = {host: endpoint for host, endpoint in endpoints.items() if "port" in endpoint}
     backends = backends_from_plans(plans, usable)
     gateway = plan_gateway(
@@ -502,22 +498,22 @@ def plan_fleet_gateway(
     # An engine bound to loopback on another host: its routes are planned but no request can reach it.
     routed = {backend["host"] for backend in backends}
     for host, endpoint in usable.items():
-        engine = str(plans[host].get("engine"))
-        variable = _LISTEN_VARIABLE.get(engine)
+        facts = ENGINES.get(str(plans[host].get("engine")))
+        variable = facts.listen_variable if facts else None
         if host == gateway_host or host not in routed or variable is None or not _is_loopback(endpoint[variable]):
             continue
         gateway["checks"].append(
             finding_entry(
                 "gateway-backend-loopback",
                 "error",
-                f"{ENGINE_NAMES[engine]} on {host} listens on {endpoint[variable]} ({variable}"
+                f"{facts.display_name} on {host} listens on {endpoint[variable]} ({variable}"
                 f"{'' if variable in engine_hosts.get(host, {}) else ', the role default'}), which the gateway on "
                 f"{gateway_host} cannot reach at {endpoint['address']}: set {variable}: 0.0.0.0 on {host} (or an "
                 "address of it that the gateway reaches)"
                 + (
-                    ", with vllm_api_key in Ansible Vault"
-                    if engine == "vllm"
-                    else ", behind a firewall (Ollama has no keys)"
+                    f", with {facts.api_key_variable} in Ansible Vault"
+                    if facts.api_key_variable
+                    else f", behind a firewall ({facts.display_name} has no keys)"
                 )
                 + f", or leave {host} out of gateway_backend_hosts",
                 variable,

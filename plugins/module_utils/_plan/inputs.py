@@ -26,7 +26,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.safety import (
     unsafe_text_errors,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting, setting_available
-from ansible_collections.inferops.llm.plugins.module_utils._core.versions import engine_version_error
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import (
+    ENGINE_VERSION_EXAMPLES,
+    engine_version_error,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES as ENGINE_FACTS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import OLLAMA_SETTINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import parse_human_int
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli import (
@@ -47,7 +51,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
     Workload,
 )
 
-ENGINES = ("vllm", "ollama")
+ENGINES = tuple(ENGINE_FACTS)  # the inferops_engine values: one record each in _engines/facts.py
 SEVERITIES = ("error", "warning", "info")
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -538,6 +542,21 @@ def _validate_environment(var: str, value: Any, errors: List[str]) -> Dict[str, 
     return environment
 
 
+def _moved_value(target: str, option: Any) -> str:
+    """What a managed flag in vllm_extra_args becomes: its variable with the flag's value when the variable takes
+    that value (checked as the variable itself is: _coerce), else the variable and why the value does not pass."""
+    if len(option.values) != 1 or not target.startswith(("vllm_", "inferops_")) or " " in target:
+        return target
+    value = option.values[0]
+    setting = next((s for s in VLLM_SETTINGS if f"vllm_{s.name}" == target), None)
+    refused: List[str] = []
+    if setting is not None:
+        _coerce(setting, target, value, refused)
+    if refused:
+        return f"{target} ({shown(value)} does not pass: {refused[0][len(target) + 1 :]})"
+    return f"{target}: {value}"
+
+
 def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], errors: List[str]) -> List[str]:
     """vllm_extra_args as canonical long options; refuses flags the plan manages, whatever their spelling."""
     if _is_unset(value):
@@ -562,13 +581,9 @@ def _validate_extra_args(var: str, value: Any, managed: Mapping[str, str], error
                 f"in the plan; set {managed.get(flag, 'vllm_api_key (vaulted)')} instead"
             )
         elif flag in managed:
-            target = managed[flag]
-            passing = (
-                f"{target}: {option.values[0]}"
-                if len(option.values) == 1 and target.startswith(("vllm_", "inferops_")) and " " not in target
-                else target
+            errors.append(
+                f"{var} sets {spelled}, which the plan manages: set {_moved_value(managed[flag], option)} instead"
             )
-            errors.append(f"{var} sets {spelled}, which the plan manages: set {passing} instead")
         elif abbreviation_of(flag, managed):
             full = abbreviation_of(flag, managed)
             errors.append(
@@ -622,7 +637,8 @@ def _validate_standby_ollama(value: Any, errors: List[str]) -> Optional[StandbyO
         return None
     if not isinstance(value, Mapping):
         errors.append(
-            f"{STANDBY_VAR} must be a mapping with version (an exact Ollama pin such as 0.30.0) and model "
+            f"{STANDBY_VAR} must be a mapping with version (an exact Ollama pin such as "
+            f"{ENGINE_VERSION_EXAMPLES['ollama']}) and model "
             "(repo, revision, file, weights_bytes, base_model, as in inferops_model)"
         )
         return None

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+
 GIB = 1024**3
 PREFIX = "inferops_"
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -81,7 +83,8 @@ def _timestamp(text: Any) -> Optional[float]:
 
 def measured_applies(plan: Mapping[str, Any], measured: Optional[Mapping[str, Any]]) -> bool:
     """Whether the local fact was measured with the plan's engine version and model revision."""
-    if not measured or plan.get("engine") != "vllm":
+    facts = ENGINES.get(str(plan.get("engine")))
+    if not measured or facts is None or not facts.startup_report:
         return False
     model = measured.get("model") or {}
     planned = plan.get("model") or {}

@@ -22,8 +22,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
     ModelResolver,
     ModelSourceError,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._model.weights import quantization_conflict
-from ansible_collections.inferops.llm.plugins.module_utils._plan.common import finding
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    quantization_conflict,
+    quantization_named_by,
+)
+from ansible_collections.inferops.llm.plugins.module_utils._plan.common import finding, plan_findings
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import STANDBY_VAR, HostInputs, PlanInputError
 
 
@@ -72,11 +75,33 @@ def _resolve_model(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str
         "commit": None,
         "config_source": f"catalogue:{entry.id} (checkpoint not read: {result.message})",
     }
+    findings = _quantization_assumed(model, entry, result.message)
     if result.reason != "gated":
+        return findings
+    gated = f"{result.message}; until then the plan uses the catalogue's {entry.id}"
+    return [finding("model-source", "warning", gated), *findings]
+
+
+def _quantization_assumed(model: Dict[str, Any], entry: Any, why: str) -> List[Dict[str, Any]]:
+    """A warning when the catalogue stands in for a repository whose name states a quantization that neither the
+    inventory nor the catalogued architecture gives: the plan would budget the weights at 16 bits."""
+    named = quantization_named_by(str(model["repo"]))
+    if named is None or "quantization" in model or entry.architecture().quantization is not None:
         return []
-    return [
-        finding("model-source", "warning", f"{result.message}; until then the plan uses the catalogue's {entry.id}")
-    ]
+    return plan_findings(
+        [
+            {
+                "id": "model-quantization-assumed",
+                "severity": "warning",
+                "message": f"inferops_model.repo {model['repo']!r} is named for {named.upper()} weights, but its "
+                f"quantization config was not read ({why}) and the catalogue's {entry.id} is unquantized, so the "
+                "plan budgets 16-bit weights: set inferops_model.quantization, or put the checkpoint in the "
+                "controller's Hugging Face cache (`hf download REPO --revision REV`) for the plan to read it",
+                "variable": "inferops_model.quantization",
+                "suggested": named,
+            }
+        ]
+    )
 
 
 def _use_checkpoint(inputs: HostInputs, checkpoint: Checkpoint) -> List[Dict[str, str]]:

@@ -31,7 +31,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import pp_layer_bounds
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import step_costs
@@ -549,11 +549,17 @@ def predict(
     max_num_seqs: int,
     max_model_len: int,
     max_num_batched_tokens: int,
+    fits_at_context: Optional[Callable[[int], int]] = None,
 ) -> Dict[str, Any]:
-    """The report's figures for one layout (``replicas`` identical replicas of ``predictor``'s layout)."""
+    """The report's figures for one layout (``replicas`` identical replicas of ``predictor``'s layout).
+
+    ``fits_at_context(tokens)``: how many requests of that many tokens one replica's KV cache holds at once
+    (vLLM's blocks: a hybrid model's recurrent state costs the same at any length); without it,
+    ``kv_cache_tokens // tokens``."""
     context = max(1, min(workload.context_tokens, max_model_len))
     prompt = max(1, min(workload.prompt_tokens, max_model_len - 1))
-    per_replica = max(1, min(int(max_num_seqs), int(kv_cache_tokens // context)))
+    fitting = fits_at_context(context) if fits_at_context is not None else int(kv_cache_tokens // context)
+    per_replica = max(1, min(int(max_num_seqs), int(fitting)))
     single, _times = predictor.decode_step(1.0, context)
     aggregate = predictor.aggregate(per_replica, context) * replicas
     prefill = predictor.prefill(prompt, max_num_batched_tokens)

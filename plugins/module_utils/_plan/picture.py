@@ -16,6 +16,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Mapping, Optional
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+
 SVG_NS = "http://www.w3.org/2000/svg"
 PARTS = (("weights", "#4477aa"), ("overhead", "#ee6677"), ("kv_cache", "#228833"), ("free", "#dddddd"))
 _WIDTH, _LABEL, _BAR, _ROW = 780, 290, 480, 30
@@ -40,7 +42,36 @@ def _bars(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
 def _utilization(plan: Mapping[str, Any]) -> Optional[float]:
     entry = (plan.get("settings") or {}).get("gpu_memory_utilization") or {}
     value = entry.get("value") if isinstance(entry, Mapping) else None
-    return float(value) if plan.get("engine") == "vllm" and isinstance(value, (int, float)) else None
+    return float(value) if isinstance(value, (int, float)) else None  # only vLLM has the setting
+
+
+# The console's one-line bar (text_bar): a character per part, ``]`` where gpu_memory_utilization
+# ends (not ``|``, which would split a Markdown table's cell).
+BAR_MARK = "]"
+BAR_CHARS = {"weights": "W", "overhead": "o", "kv_cache": "K", "free": "."}
+BAR_CELLS = 20
+
+
+def text_bar(plan: Mapping[str, Any], cells: int = BAR_CELLS) -> str:
+    """The fullest GPU's memory in ``cells`` characters against its total (the parts of the SVG's bar, each
+    rounded at its cumulative end), with ``]`` inserted where gpu_memory_utilization ends (vLLM); "" without
+    a per-GPU budget."""
+    bars = [b for b in _bars(plan) if b["total"] > 0]
+    if not bars:
+        return ""
+    fullest = max(bars, key=lambda b: (b["total"] - b["free"]) / b["total"])
+    text, end, done = "", 0.0, 0
+    for name, _colour in PARTS:
+        end += fullest[name]
+        upto = min(cells, round(end / fullest["total"] * cells))
+        text += BAR_CHARS[name] * max(0, upto - done)
+        done = max(done, upto)
+    text += BAR_CHARS["free"] * (cells - done)
+    utilization = _utilization(plan)
+    if utilization is not None:
+        at = min(cells, max(0, round(utilization * cells)))
+        text = text[:at] + BAR_MARK + text[at:]
+    return f"GPU{fullest['index']} {text}"
 
 
 def link(topology: Optional[Mapping[str, Any]], a: int, b: int) -> str:
@@ -57,7 +88,8 @@ def ranks(plan: Mapping[str, Any]) -> List[Dict[str, int]]:
     layout = plan.get("layout") or {}
     tp = int(layout.get("tensor_parallel_size") or 1)
     pp = int(layout.get("pipeline_parallel_size") or 1)
-    if plan.get("engine") != "vllm":
+    facts = ENGINES.get(str(plan.get("engine")))
+    if facts is None or facts.splits_layers:
         tp, pp = 1, 1  # Ollama splits layers itself: each GPU drawn on its own
     gpus = layout.get("gpus") or []
     # A node of a multi-host deployment holds the ranks after those of the nodes before it.

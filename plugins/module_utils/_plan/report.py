@@ -11,6 +11,9 @@ import json
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import text_bar
+
 TABLE_COLUMNS = (
     "host",
     "engine",
@@ -22,6 +25,7 @@ TABLE_COLUMNS = (
     "KV tokens",
     "concurrency",
     "decode tok/s",
+    "memory (fullest GPU)",
     "checks",
 )
 
@@ -30,7 +34,9 @@ TABLE_COLUMNS = (
 TABLE_LEGEND = (
     "vLLM figures are per GPU, Ollama's totals; concurrency: full-length sequences the KV cache holds at the "
     "context length, then the sequences run at once at inferops_context_tokens (max_num_seqs and the KV cache "
-    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together)"
+    "allow them); decode tok/s: one request alone (xN: N requests at once, tokens/s of all together); memory: "
+    "the fullest GPU's total in 20 characters, W weights, o non-KV overhead, K KV cache, . free, "
+    "] where gpu_memory_utilization ends (vLLM); the picture per GPU is plans/<host>.svg"
 )
 
 
@@ -103,19 +109,18 @@ def table_row(plan: Mapping[str, Any]) -> List[str]:
     counts = check_counts(plan)
     weights = memory.get("weights_gib")
     kv = memory.get("kv_cache_gib")
-    if plan["engine"] == "ollama":
-        weights, kv = memory.get("weights_gib"), memory.get("kv_cache_gib")
     return [
         host,
         f"{plan['engine']} {plan.get('engine_version', '')}".strip(),
         f"{model.get('repo', '?')}@{model.get('revision', '?')}",
-        _layout_text(layout) if plan["engine"] == "vllm" else "layers split",
+        "layers split" if ENGINES[plan["engine"]].splits_layers else _layout_text(layout),
         ",".join(str(i) for i in layout.get("gpus") or []) or "-",
         _gib(weights),
         _gib(kv),
         _num(memory.get("kv_cache_tokens")),
         _concurrency(plan),
         _decode(plan),
+        text_bar(plan),
         f"{counts['error']} error, {counts['warning']} warning",
     ]
 

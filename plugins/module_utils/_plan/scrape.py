@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping
 
-ENGINES = ("vllm", "ollama")
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -56,7 +57,8 @@ def scrape_targets(hosts: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     for host in sorted(hosts):
         spec = hosts[host] or {}
         engine = spec.get("engine")
-        if engine not in ENGINES:
+        facts = ENGINES.get(engine) if isinstance(engine, str) else None
+        if facts is None:
             continue
         address = str(spec.get("address") or host)
         labels = {"host": host, "engine": str(engine)}
@@ -68,8 +70,8 @@ def scrape_targets(hosts: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
         if spec.get("dcgm_exporter"):
             port = _port(spec.get("dcgm_exporter_port", 9400), "dcgm-exporter port", host)
             jobs["dcgm"].append({"targets": [_target(address, port)], "labels": dict(labels)})
-        if engine == "vllm":
-            port = _port(spec.get("vllm_port", 8000), "vllm_port", host)
+        if facts.prometheus_metrics:
+            port = _port(spec.get(facts.port_variable, facts.default_port), facts.port_variable, host)
             group = {"targets": [_target(address, port)], "labels": dict(labels)}
             if spec.get("api_key"):
                 jobs["vllm_keyed"].append({"host": host, "job": "vllm_" + job_suffix(host), "groups": [group]})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.render import ServeConfigError, serve_options
 
 SERVICE_SCHEMA = 1
@@ -28,7 +29,7 @@ def service_section(plan: Mapping[str, Any]) -> Dict[str, Any]:
     """
     errors: List[str] = [f"{c['id']}: {c['message']}" for c in plan.get("checks") or [] if c["severity"] == "error"]
     argv = [str(arg) for arg in plan.get("command") or []]
-    if plan["engine"] == "vllm":
+    if ENGINES[plan["engine"]].config_from_command:
         try:
             config = serve_options(argv)
         except ServeConfigError as exc:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     attention_bytes_per_token,
     gdn_state_bytes,
+    sequences_at_length,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import GpuSpec
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
@@ -115,7 +116,16 @@ def figures_for(predictor: Predictor, workload: Workload, dp: int, budget: Mappi
         max_num_seqs=int(settings.get("max_num_seqs") or 256),
         max_model_len=int(budget["max_model_len"]),
         max_num_batched_tokens=int(settings.get("max_num_batched_tokens") or 2048),
+        fits_at_context=_fits_at_context(budget),
     )
+
+
+def _fits_at_context(budget: Mapping[str, Any]) -> Optional[Callable[[int], int]]:
+    """Requests of a length the budget's KV cache blocks hold (None for a budget without its block layout)."""
+    layout, blocks = budget.get("layout"), budget.get("num_blocks")
+    if not isinstance(layout, Mapping) or not layout.get("groups") or blocks is None:
+        return None
+    return lambda tokens: sequences_at_length(layout, int(blocks), tokens)
 
 
 Evaluate = Callable[[int, int], Optional[Any]]  # (tp, pp) -> evaluation with .fits, .budget, .settings.values

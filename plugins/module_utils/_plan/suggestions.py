@@ -103,7 +103,9 @@ def verify_check(check: Mapping[str, Any], before: Sequence[Mapping[str, Any]], 
     if blocking is not None:
         why = f"{_shown(values)} alone does not clear this: with it the plan still reports {blocking['id']}"
         if blocking["id"] != check["id"] or _variable(blocking) != _variable(check):
-            why += f" ({_quote(str(blocking['message']))})"
+            # Quoted without its own offer: a cut "(a value that passes: ..." inside this one reads as a value.
+            bare = (_suggestion(blocking) or {}).get("message") or blocking["message"]
+            why += f" ({_quote(str(bare))})"
     else:
         why = f"it would take {_shown(values)}, which the plan refuses ({_quote(refused)})"
     return dict(check, message=f"{suggestion['message']} (no value that passes: {why})")

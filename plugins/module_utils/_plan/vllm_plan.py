@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -155,7 +156,8 @@ def _choose_layout(
         try:
             chosen = budgeted(tp, pp)
         except ValueError as exc:
-            raise _cannot_split(inputs, exc, tp, pp, automatic) from exc
+            splits = evaluation(automatic.tp, automatic.pp) is not None
+            raise _cannot_split(inputs, exc, tp, pp, automatic, splits) from exc
     return _Chosen(search, layout, result["candidate"], chosen, ranked, best, traffic)
 
 
@@ -188,16 +190,34 @@ def _pinned_result(
     return result, best
 
 
-def _cannot_split(inputs: HostInputs, exc: ValueError, tp: int, pp: int, automatic: Candidate) -> PlanInputError:
-    """The error of a pinned layout the model cannot be split into, with the automatic layout's size."""
+_NAMED_AT_END = re.compile(r" \((vllm_[a-z_]+)\)$")
+
+
+def _cannot_split(
+    inputs: HostInputs, exc: ValueError, tp: int, pp: int, automatic: Candidate, splits: bool
+) -> PlanInputError:
+    """The error of a layout the model cannot be split into, with the automatic layout's size: verified, it is
+    offered only when the automatic layout plans (``splits``) and differs from this one. Otherwise the layout is
+    not the cause: the error names the variable the settings' own message names (such as a kv_cache_dtype the
+    release lacks), not the layout size."""
     pipeline = "pipeline" in str(exc)
     variable = "vllm_pipeline_parallel_size" if pipeline else "vllm_tensor_parallel_size"
-    passing = automatic.pp if pipeline else automatic.tp
+    pinned, passing = (pp, automatic.pp) if pipeline else (tp, automatic.tp)
+    if splits and passing != pinned:
+        return PlanInputError(
+            [
+                f"{variable} {pinned} cannot split {inputs.model['repo']}: {exc} "
+                f"(a value that passes: {variable}: {passing})"
+            ]
+        )
+    message = str(exc)
+    named = _NAMED_AT_END.search(message)
+    if named:
+        return PlanInputError([f"{named.group(1)}: {message[: named.start()]}"])
+    if message.startswith("vllm_"):
+        return PlanInputError([message])
     return PlanInputError(
-        [
-            f"{variable} {pp if pipeline else tp} cannot split {inputs.model['repo']}: {exc} "
-            f"(a value that passes: {variable}: {passing})"
-        ]
+        [f"the vLLM settings cannot be planned for {inputs.model['repo']} at TP={tp} PP={pp}: {message}"]
     )
 
 

@@ -379,7 +379,12 @@ def architecture_from_shape(shape: Mapping[str, Any]) -> ModelArchitecture:
             linear_num_value_heads=value_heads or None,
             linear_value_head_dim=int(shape.get("ssm_inner_size") or 0) // value_heads if value_heads else None,
         )
-    return ModelArchitecture.from_config(config)
+    try:
+        return ModelArchitecture.from_config(config)
+    except ValueError as error:  # a header without a size the plan needs (read as a config.json)
+        raise OllamaBudgetError(
+            f"inferops_model.file: the GGUF header ({name}) does not describe a model: {error}"
+        ) from error
 
 
 def predict_server_vram(shape: Mapping[str, Any], weights_bytes: int, total_context: int) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import architectures
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
     FLASH_ATTENTION_DEFAULT_ARCHS,
     KV_BYTES_PER_ELEMENT,
@@ -70,6 +71,24 @@ def _add_version_checks(checks: Checks, ollama_version: str, version: Tuple[int,
             "info",
             f"Ollama {ollama_version} is newer than the source this budget was traced to ({_VERIFIED}); "
             f"the rules of the llama-server era (0.30-{_VERIFIED}) are applied",
+        )
+    verdict = architectures.support(arch, version) if arch else None
+    if verdict is not None and verdict.status in ("later", "removed"):
+        tag = architectures.ARCHITECTURE_DATA["releases"][verdict.release]["tag"]
+        why = (
+            f"the first release read that loads it is {verdict.passing}"
+            if verdict.status == "later"
+            else f"the last release read that loads it is {verdict.passing}"
+        )
+        checks.append(
+            {
+                "id": "ollama-arch-unsupported",
+                "severity": "error",
+                "message": f"Ollama {ollama_version} cannot load the GGUF architecture {arch!r}: neither the llama.cpp "
+                f"that ollama/ollama {tag} vendors nor its Go engine knows the name, so the model fails to load; {why}",
+                "variable": "ollama_version",
+                "suggested": verdict.passing,
+            }
         )
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
         add_check(

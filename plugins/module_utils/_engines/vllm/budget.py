@@ -33,7 +33,15 @@ Public API:
     ``charged_bytes`` (what the pinned release subtracts before sizing the KV cache).
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
-    measured_overhead_bytes=None) -> dict``: the full budget (keys listed in its docstring).
+    measured_overhead_bytes=None) -> dict``: the full budget, a plain dict: ``vllm_version``,
+    ``version_behaviour``, ``settings`` (value + source), ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib``
+    (ceil(total x utilization)), ``weights_bytes``/``_gib`` (worst rank), ``weights_per_rank_bytes``,
+    ``weights_source``, ``overhead_bytes``/``_gib`` (charged non-KV besides weights), ``overhead_source``
+    ("model" or "measured"), ``overhead`` (model components), ``kv_cache_bytes``/``_gib`` (worst rank),
+    ``kv_cache_source`` ("profiled" or "kv_cache_memory_bytes"), ``layout`` (kv_cache_layout), ``block_size``,
+    ``num_blocks``, ``kv_cache_tokens``, ``max_concurrency``, ``max_model_len``, ``log_lines`` (exactly as the
+    release prints them), ``vram_used_bytes``/``_gib`` (per GPU after startup, CUDA graphs included) and
+    ``findings`` (list of ``{id, severity, message}`` with vLLM's own error texts where it would refuse to start).
     ``measured_overhead_bytes``: non-KV memory per GPU besides the weights from a previous start of the same
     configuration (``Desired ... R GiB`` - ``Model loading took`` - ``Available KV cache memory``); it replaces
     the modelled overhead. ``compute_capability`` (``"9.0"``) and ``cuda_runtime`` (``"13.0"``) decide the
@@ -51,6 +59,8 @@ Public API:
     multiplies by gpu_memory_utilization) from nvidia-smi's memory.total, on the safe side.
 ``kv_capacity(version, layout, kv_cache_bytes) -> dict``: ``num_blocks``, ``kv_cache_tokens`` (the logged
     "GPU KV cache size") and ``max_concurrency`` for a budget and a ``kv_cache_layout``.
+``sequences_at_length(layout, num_blocks, length) -> int``: how many requests of ``length`` tokens the blocks
+    hold at once (a recurrent state's blocks are fixed whatever the length, a sliding window's capped).
 ``format_gib(version, bytes) -> str``: GiB as the release prints them in "Available KV cache memory".
 ``format_capacity_log(version, kv_cache_tokens, max_model_len, max_concurrency) -> list[str]``.
 ``parse_human_int(value) -> int``: vLLM's human_readable_int (``5g`` = 5e9, ``5G`` = 5 GiB).
@@ -58,6 +68,7 @@ Public API:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -393,6 +404,7 @@ def kv_cache_layout(
         "bytes_per_block": group_size * page,
         "blocks_per_request": blocks_per_request,
         "max_model_len": length,
+        "mamba_cache_mode": mode,
     }
 
 
@@ -651,6 +663,25 @@ def kv_capacity(version: VllmVersion, layout: Mapping, kv_cache_bytes: int) -> D
     return {"num_blocks": num_blocks, "kv_cache_tokens": tokens, "max_concurrency": concurrency}
 
 
+def sequences_at_length(layout: Mapping, num_blocks: int, length: int) -> int:
+    """How many requests of ``length`` tokens (at most the layout's max_model_len) ``num_blocks`` hold at once:
+    vLLM admits a request by the blocks it uses in every group. Attention groups need a block per
+    ``block_size`` tokens, a sliding window's no more than at full length; a Gated-DeltaNet/Mamba state's
+    blocks are the same whatever the length (mamba_cache_mode all: one per block of tokens, plus the drafts')."""
+    size, full = int(layout["block_size"]), _cdiv(int(layout["max_model_len"]), int(layout["block_size"]))
+    tokens = _cdiv(max(1, min(int(length), int(layout["max_model_len"]))), size)
+    per_request = 0
+    for group in layout["groups"]:
+        blocks = int(group["blocks_per_request"])
+        if group["kind"] == LAYER_LINEAR:
+            per_request += blocks - full + tokens if layout.get("mamba_cache_mode") == "all" else blocks
+        elif group["kind"] == LAYER_SLIDING:
+            per_request += min(blocks, tokens + 1)
+        else:
+            per_request += min(blocks, tokens)
+    return int(num_blocks) // per_request if per_request else 0
+
+
 def _weights(arch: ModelArchitecture, weights: Optional[WeightsEstimate], values: Mapping) -> WeightsEstimate:
     if weights is not None:
         return weights
@@ -734,50 +765,61 @@ def _max_model_len_findings(max_len: int, limit: int) -> List[Dict[str, str]]:
     return findings
 
 
-def _start_findings(
-    version,
-    arch,
-    values,
-    tp,
-    layout,
-    kv_bytes,
-    num_blocks,
-    requested,
-    gpu_total_bytes,
-    after_start,
-    model_overhead,
-    overhead,
-    measured_overhead_bytes,
-    pinned,
-):
+@dataclasses.dataclass(frozen=True)
+class _Start:
+    """One start as the budget predicts it, what the findings about it read. ``values``: the resolved settings;
+    ``layout``: kv_cache_layout; ``kv_bytes``/``num_blocks``: the KV cache of the worst stage; ``requested``:
+    total x gpu_memory_utilization; ``after_start``: in use on the worst GPU after startup; ``model_overhead``:
+    overhead_estimate; ``overhead``: the non-KV bytes charged (modelled or measured)."""
+
+    version: VllmVersion
+    arch: ModelArchitecture
+    values: Mapping[str, Any]
+    tp: int
+    layout: Mapping[str, Any]
+    kv_bytes: int
+    num_blocks: int
+    requested: int
+    gpu_total_bytes: int
+    after_start: int
+    model_overhead: Mapping[str, Any]
+    overhead: int
+    measured_overhead_bytes: Optional[int]
+
+    @property
+    def modelled(self) -> bool:
+        """The KV cache follows the modelled overhead: not measured on the host, not pinned in bytes."""
+        return self.measured_overhead_bytes is None and self.values["kv_cache_memory_bytes"] is None
+
+
+def _start_findings(start: _Start) -> Tuple[List[Dict[str, str]], List[int]]:
     """The findings about the start (memory, the sampler's uncertain warm-up, vision profiling, prefill) and the
     range of the KV cache size ``[low, high]``."""
     findings: List[Dict[str, str]] = []
-    memory = _memory_findings(
-        version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total_bytes, after_start
-    )
+    memory = _memory_findings(start)
+    kv_bytes, model_overhead = start.kv_bytes, start.model_overhead
     kv_range = [kv_bytes, kv_bytes]
     alternative = model_overhead["charged_bytes_alternative"]
     uncertain = None
-    if alternative is not None and measured_overhead_bytes is None and pinned is None:
+    if alternative is not None and start.modelled:
         # The headline charges the uncertain term's larger end (conservative); the other end is the range's
         # top. Where only that end starts, the start depends on the term: a warning, not an error.
-        alternative_kv = kv_bytes - (alternative - overhead)
+        alternative_kv = kv_bytes - (alternative - start.overhead)
         kv_range = sorted([kv_bytes, alternative_kv])
-        blocks = kv_capacity(version, layout, alternative_kv)["num_blocks"]
-        other = _memory_findings(
-            version, arch, values, layout, alternative_kv, blocks, requested, gpu_total_bytes, after_start
-        )
+        blocks = kv_capacity(start.version, start.layout, alternative_kv)["num_blocks"]
+        other = _memory_findings(dataclasses.replace(start, kv_bytes=alternative_kv, num_blocks=blocks))
         fails = _has_error(memory) and not _has_error(other)
         if fails:
             memory = other
-        uncertain = _sampler_finding(version, arch, values, layout, model_overhead, kv_bytes, alternative_kv, fails)
+        uncertain = _sampler_finding(
+            start.version, start.arch, start.values, start.layout, model_overhead, kv_bytes, alternative_kv, fails
+        )
     findings.extend(memory)
     if uncertain is not None:
         findings.append(uncertain)
-    if model_overhead["vision_profile"] and measured_overhead_bytes is None and pinned is None:
+    if model_overhead["vision_profile"] and start.modelled:
         findings.append(_vision_finding(model_overhead))
-    findings.extend(_prefill_findings(version, arch, values, tp, gpu_total_bytes, requested, model_overhead))
+    findings.extend(_prefill_findings(start))
     return findings, kv_range
 
 
@@ -843,19 +885,8 @@ def vllm_memory_budget(
     image_max_pixels: Optional[int] = None,
     custom_all_reduce: Optional[bool] = None,
 ) -> Dict[str, Any]:
-    """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it.
-
-    Returns a plain dict: ``vllm_version``, ``version_behaviour``, ``settings`` (value + source),
-    ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib`` (ceil(total x utilization)),
-    ``weights_bytes``/``_gib`` (worst rank), ``weights_per_rank_bytes``, ``weights_source``,
-    ``overhead_bytes``/``_gib`` (charged non-KV besides weights), ``overhead_source`` ("model" or
-    "measured"), ``overhead`` (model components), ``kv_cache_bytes``/``_gib`` (worst rank),
-    ``kv_cache_source`` ("profiled" or "kv_cache_memory_bytes"), ``layout`` (kv_cache_layout),
-    ``block_size``, ``num_blocks``, ``kv_cache_tokens``, ``max_concurrency``, ``max_model_len``,
-    ``log_lines`` (exactly as the release prints them), ``vram_used_bytes``/``_gib`` (per GPU after
-    startup, CUDA graphs included) and ``findings`` (list of ``{id, severity, message}`` with vLLM's own
-    error texts where it would refuse to start).
-    """
+    """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it (a plain dict whose
+    keys the module's docstring lists)."""
     version = _version(vllm_version)
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate_layout(arch, tp, pp, gpu_total_bytes)
@@ -874,23 +905,23 @@ def vllm_memory_budget(
     findings = _max_model_len_findings(max_len, limit)
     capacity = kv_capacity(version, layout, kv_bytes)
     after_start = _vram_after_start(version, per_rank, overhead, kv_bytes, model_overhead)
-    start, kv_range = _start_findings(
-        version,
-        arch,
-        values,
-        tp,
-        layout,
-        kv_bytes,
-        num_blocks,
-        requested,
-        gpu_total_bytes,
-        after_start,
-        model_overhead,
-        overhead,
-        measured_overhead_bytes,
-        pinned,
+    start = _Start(
+        version=version,
+        arch=arch,
+        values=values,
+        tp=tp,
+        layout=layout,
+        kv_bytes=kv_bytes,
+        num_blocks=num_blocks,
+        requested=requested,
+        gpu_total_bytes=gpu_total_bytes,
+        after_start=after_start,
+        model_overhead=model_overhead,
+        overhead=overhead,
+        measured_overhead_bytes=measured_overhead_bytes,
     )
-    findings.extend(start)
+    start_findings, kv_range = _start_findings(start)
+    findings.extend(start_findings)
     return {
         "vllm_version": version.text,
         "version_behaviour": version.to_dict(),
@@ -992,14 +1023,14 @@ def gdn_prefill_transient_bytes(arch: ModelArchitecture, num_tokens: int, tensor
 _OUTSIDE_BUDGET = int(0.5 * GIB)
 
 
-def _prefill_findings(version, arch, values, tp, gpu_total, requested, overhead) -> List[Dict[str, str]]:
+def _prefill_findings(start: _Start) -> List[Dict[str, str]]:
     """A long prefill whose unprofiled Gated-DeltaNet transient exceeds the memory left outside the budget."""
-    tokens = int(values["max_num_batched_tokens"])
-    transient = gdn_prefill_transient_bytes(arch, tokens, tp)
+    tokens = int(start.values["max_num_batched_tokens"])
+    transient = gdn_prefill_transient_bytes(start.arch, tokens, start.tp)
     if not transient:
         return []
-    graphs = 0 if version.cudagraph_memory_charged else overhead["cudagraph_bytes"]
-    headroom = gpu_total - requested - graphs - _OUTSIDE_BUDGET
+    graphs = 0 if start.version.cudagraph_memory_charged else start.model_overhead["cudagraph_bytes"]
+    headroom = start.gpu_total_bytes - start.requested - graphs - _OUTSIDE_BUDGET
     if transient <= headroom:
         return []
     per_token = transient / tokens
@@ -1014,8 +1045,11 @@ def _prefill_findings(version, arch, values, tp, gpu_total, requested, overhead)
     return [_finding("warning", "vllm_gdn_prefill_unprofiled", message + ".")]
 
 
-def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, requested, gpu_total, after_start):
+def _memory_findings(start: _Start) -> List[Dict[str, str]]:
     """Startup failures and risks the budget predicts, with vLLM's own message where it has one."""
+    version, arch, values, layout = start.version, start.arch, start.values, start.layout
+    kv_bytes, num_blocks = start.kv_bytes, start.num_blocks
+    gpu_total, after_start = start.gpu_total_bytes, start.after_start
     found = []
     max_len, kv_gib = int(values["max_model_len"]), kv_bytes / GIB
     if kv_bytes <= 0:
@@ -1060,7 +1094,7 @@ def _memory_findings(version, arch, values, layout, kv_bytes, num_blocks, reques
     if values["kv_cache_memory_bytes"] is not None:
         message = (
             f"kv_cache_memory_bytes pins the KV cache at {kv_gib:.2f} GiB; vLLM still requires "
-            f"{requested / GIB:.2f} GiB free at startup (gpu_memory_utilization x total)."
+            f"{start.requested / GIB:.2f} GiB free at startup (gpu_memory_utilization x total)."
         )
         found.append(_finding("info", "vllm_kv_cache_memory_bytes", message))
     return found

@@ -46,6 +46,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
     batch_defaults,
+    first_record_with,
     vllm_version,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
@@ -60,7 +61,8 @@ def _vllm(name: str, kind: str, **kwargs: Any) -> Setting:
 
 
 # Flags verified in the `vllm serve` parsers of 0.19.1 and 0.33.0 (engine/arg_utils.py,
-# entrypoints/*/cli_args.py); `until` marks flags that the later release no longer has.
+# entrypoints/*/cli_args.py); `until` marks flags that a later release no longer has, read from the
+# release records (the first record that says the flag is gone).
 VLLM_SETTINGS: Tuple[Setting, ...] = (
     _vllm("max_model_len", "int_or_auto", minimum=1),
     _vllm("max_num_seqs", "int", minimum=1),
@@ -87,7 +89,7 @@ VLLM_SETTINGS: Tuple[Setting, ...] = (
     _vllm("dtype", "str", choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
     _vllm("quantization", "str"),
     _vllm("trust_remote_code", "bool"),
-    _vllm("calculate_kv_scales", "bool", until="0.33.0"),
+    _vllm("calculate_kv_scales", "bool", until=first_record_with("calculate_kv_scales", "removed")),
     _vllm("served_model_name", "str"),
     _vllm("tool_call_parser", "str"),
     _vllm("enable_auto_tool_choice", "bool"),

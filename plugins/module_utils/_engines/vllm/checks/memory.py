@@ -135,6 +135,38 @@ def state_seqs_limit(budget: Mapping[str, Any]) -> Optional[Tuple[int, int]]:
     return max(1, int(blocks) // (2 * state)), state
 
 
+def _state_warning(seqs: int, limit: Tuple[int, int], blocks: int, budget: Mapping[str, Any]) -> Finding:
+    """The hybrid max-num-seqs warning: the state rule's own limit, not the number of full-length sequences
+    (vLLM admits requests by the blocks they use, so shorter ones share the rest)."""
+    fitting, state_blocks = limit
+    pinned = seqs * state_blocks
+    state = f"for their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length)"
+    if pinned > blocks:
+        # More than the cache holds: vLLM cannot run them all; each also needs a block per attention group.
+        groups = (budget.get("layout") or {}).get("groups") or []
+        attention = sum(1 for g in groups if g["kind"] != "linear_attention")
+        most = blocks // (state_blocks + max(1, attention))
+        effect = (
+            f"{seqs} running sequences would pin {pinned} KV cache blocks {state}, more than the {blocks} "
+            f"the KV cache holds: at most {most} run at once, each with one block of attention tokens, and "
+            "long requests get preempted."
+        )
+    else:
+        effect = (
+            f"{seqs} running sequences pin {pinned} of the {blocks} KV cache blocks {state}, leaving less "
+            "than half for attention tokens: long requests get preempted and memory runs short."
+        )
+    return finding_entry(
+        "max-num-seqs",
+        "warning",
+        f"{effect} The most sequences whose state leaves half of the blocks to attention tokens pass (fewer "
+        "sequences also shrink the sampler warm-up, so the cache grows); vLLM admits a request by the blocks it "
+        "uses, so shorter requests share that half",
+        "vllm_max_num_seqs",
+        fitting,
+    )
+
+
 def check_max_num_seqs(
     vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, Any], budget: Mapping[str, Any], hybrid: bool
 ) -> List[Finding]:
@@ -172,21 +204,7 @@ def check_max_num_seqs(
     if limit is not None and seqs * limit[1] * 2 > int(blocks):
         # The state rule's own limit, not the number of full-length sequences: vLLM admits requests by the
         # blocks they use, so shorter ones share the rest (the info finding below says how many full-length).
-        fitting, state_blocks = limit
-        findings.append(
-            finding_entry(
-                "max-num-seqs",
-                "warning",
-                f"{seqs} running sequences pin {seqs * state_blocks} of the {blocks} KV cache blocks for "
-                f"their Gated-DeltaNet/Mamba state ({state_blocks} blocks each, whatever their length), leaving "
-                "less than half for attention tokens: long requests get preempted and memory runs short. The "
-                "most sequences whose state leaves half of the blocks to attention tokens pass (fewer sequences "
-                "also shrink the sampler warm-up, so the cache grows); vLLM admits a request by the blocks it "
-                "uses, so shorter requests share that half",
-                "vllm_max_num_seqs",
-                fitting,
-            )
-        )
+        findings.append(_state_warning(seqs, limit, int(blocks), budget))
         return findings
     concurrency = budget.get("max_concurrency")
     if concurrency is not None and seqs > max(1, math.floor(float(concurrency))):

@@ -15,6 +15,7 @@ import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import releases as ollama
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import releases as vllm
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import VLLM_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[5]
 
@@ -148,6 +149,14 @@ def test_the_role_pins_come_from_the_exact_record():
     }
     assert vllm.install_pins("0.32.0") == {"overrides": [], "excludes": []}  # the CUDA build needs none
     assert vllm.install_pins("0.33.5") == {"overrides": [], "excludes": []}  # not the 0.33.0 record's
+
+
+def test_a_dropped_flag_ends_at_a_recorded_release():
+    """`until` of a declared `vllm serve` flag is read from the records, not written beside them."""
+    until = {setting.name: setting.until for setting in VLLM_SETTINGS if setting.until}
+    assert until == {"calculate_kv_scales": vllm.first_record_with("calculate_kv_scales", "removed")}
+    assert set(until.values()) <= set(vllm.RELEASES)
+    assert vllm.RELEASES["0.32.0"]["calculate_kv_scales"] != "removed" and until["calculate_kv_scales"] == "0.33.0"
 
 
 def test_a_patch_without_a_record_uses_the_release_before_it():

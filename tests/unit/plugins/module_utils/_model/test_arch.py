@@ -6,6 +6,7 @@ import json
 import pathlib
 
 import pytest
+import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_FULL,
@@ -188,19 +189,30 @@ def test_hybrid_without_gdn_dims_is_refused():
         ModelArchitecture.from_config(cfg)
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"layer_types": ["full_attention"] * 3}, "must list one type per layer"),
-        ({"layer_types": ["full_attention"] * 31 + ["conv"]}, "unknown layer type 'conv'"),
-        ({"num_attention_heads": "32"}, "'num_attention_heads' must be an integer"),
-        ({"quantization_config": {"bits": 4}}, "has no 'quant_method'"),
-    ],
-)
-def test_malformed_keys(change, message):
-    cfg = {**config("meta-llama--Meta-Llama-3.1-8B"), **change}
-    with pytest.raises(ValueError, match=message):
-        ModelArchitecture.from_config(cfg)
+MALFORMED = yaml.safe_load(pathlib.Path(__file__).with_name("malformed_configs.yml").read_text(encoding="utf-8"))
+
+
+def _changed(case: dict) -> dict:
+    cfg = config(case["fixture"])
+    for key, value in (case.get("change") or {}).items():
+        cfg[key] = value
+    for key, value in (case.get("text_config") or {}).items():
+        cfg["text_config"][key] = value
+    return cfg
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED["refused"]))
+def test_malformed_keys(name):
+    case = MALFORMED["refused"][name]
+    with pytest.raises(ValueError, match=case["message"]):
+        ModelArchitecture.from_config(_changed(case))
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED["passes"]))
+def test_the_smallest_values_pass(name):
+    case = MALFORMED["passes"][name]
+    got = ModelArchitecture.from_config(_changed(case))
+    assert {field: getattr(got, field) for field in case["expect"]} == case["expect"]
 
 
 def test_not_a_mapping():

@@ -126,7 +126,7 @@ def test_vllm_serving_a_gguf_takes_the_file_size_as_the_weights(tmp_path):
     }
     model = build_plan(variables, {"gpus": [GPU]}, models=offline)["model"]
     assert model["weights_source"].startswith("gguf file size, cache ")
-    assert abs(model["weights_bytes"] - (GGUF / FILE).stat().st_size) <= 16
+    assert model["weights_bytes"] == (GGUF / FILE).stat().st_size
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -155,6 +155,15 @@ def test_a_hybrid_header_gives_the_gated_deltanet_dimensions(config_name):
     assert {f: getattr(served, f) for f in facts} == {f: getattr(expected, f) for f in facts}
     kept_before = {k: v for k, v in shape_from_architecture(expected).items() if k != "ssm_time_step_rank"}
     assert architecture_from_shape(kept_before) == served  # a header record kept before the key was read
+
+
+def test_a_header_without_its_head_count_names_the_file():
+    shape = shape_from_architecture(
+        ModelArchitecture.from_config(json.loads((CONFIGS / "Qwen--Qwen3-8B_config.json").read_text()))
+    )
+    shape["head_count"] = 0  # read as 0 when the header lacks attention.head_count
+    with pytest.raises(ValueError, match=r"^inferops_model.file: the GGUF header .*'num_attention_heads' must be 1"):
+        architecture_from_shape(shape)
 
 
 def test_an_uncatalogued_gguf_plans_from_its_header_alone(tmp_path, hub):

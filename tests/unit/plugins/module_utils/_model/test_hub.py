@@ -3,11 +3,14 @@ through huggingface_hub, here a local test server (hub_server.py) that counts th
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
     ModelResolver,
@@ -24,6 +27,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import 
 from .hub_server import safetensors_bytes
 
 CONFIGS = Path(__file__).resolve().parents[3] / "fixtures" / "model_configs"
+ROOT = Path(__file__).resolve().parents[5]
 # The real config.json of Qwen/Qwen3-8B (tests/unit/fixtures/model_configs), as a fine-tune that keeps its
 # base's config would publish it: the repo id is not in the catalogue.
 REPO = "acme/Qwen3-8B-support-finetune"
@@ -94,7 +98,7 @@ def test_a_model_outside_the_catalogue_plans_from_the_cache_offline(tmp_path, of
     put_in_cache(tmp_path / "hub", REPO, COMMIT, {"config.json": CONFIG, "model.safetensors.index.json": index_json()})
     model = plan(offline)["model"]
     assert model["architecture"] == "Qwen3ForCausalLM"
-    assert abs(model["weights_bytes"] - TOTAL_SIZE) <= 16  # the components, scaled to the index, rounded down
+    assert model["weights_bytes"] == TOTAL_SIZE  # the components, scaled to the index, sum to it
     assert model["weights_source"].startswith("safetensors index metadata.total_size, cache ")
     assert f"snapshots/{COMMIT}/model.safetensors.index.json" in model["weights_source"]
     assert model["commit"] == COMMIT
@@ -134,6 +138,19 @@ def test_a_catalogued_model_offline_uses_the_catalogue_and_says_so(offline):
     model = plan(offline, repo="Qwen/Qwen3-8B")["model"]
     assert model["config_source"].startswith("catalogue:Qwen/Qwen3-8B (checkpoint not read: HF_HUB_OFFLINE is set")
     assert model["commit"] is None
+
+
+def test_a_repo_named_for_a_quantization_planned_from_the_catalogue_gets_a_warning(offline):
+    # The checkpoint is not read (offline, not cached): the catalogue's unquantized Qwen3-8B stands in.
+    named = plan(offline, repo="acme/Qwen3-8B-AWQ", base_model="Qwen/Qwen3-8B")
+    (warning,) = [c for c in named["checks"] if c["id"] == "model-quantization-assumed"]
+    assert warning["severity"] == "warning" and "inferops_model.repo 'acme/Qwen3-8B-AWQ'" in warning["message"]
+    assert warning["message"].endswith('(a value that passes: inferops_model.quantization: "awq")')
+    stated = plan(offline, repo="acme/Qwen3-8B-AWQ", base_model="Qwen/Qwen3-8B", quantization="awq")
+    assert not [c for c in stated["checks"] if c["id"] == "model-quantization-assumed"]
+    assert stated["model"]["weights_bytes"] < named["model"]["weights_bytes"] / 2
+    plain = plan(offline, repo="acme/Qwen3-8B-finetune", base_model="Qwen/Qwen3-8B")
+    assert not [c for c in plain["checks"] if c["id"] == "model-quantization-assumed"]
 
 
 def test_inline_config_wins_over_the_cache(tmp_path, offline):
@@ -208,7 +225,7 @@ def test_online_the_plan_reads_the_hub_once_and_the_next_plan_is_offline(tmp_pat
     result = plan(online(tmp_path, hub), revision="main")
     model = result["model"]
     assert model["commit"] == commit
-    assert abs(model["weights_bytes"] - 128 * 64 * 2) <= 16  # scaled components, each rounded down
+    assert model["weights_bytes"] == 128 * 64 * 2  # every tensor's bytes, from the header
     assert model["weights_source"].startswith(f"safetensors header (range request), {hub.url}/{REPO}/resolve/{commit}/")
     assert model["config_source"] == f"{hub.url}/{REPO}/resolve/{commit}/config.json (main -> {commit})"
     requests = [(m, p.split("/resolve/")[-1], r) for m, p, r in hub.requests]
@@ -224,7 +241,7 @@ def test_online_the_plan_reads_the_hub_once_and_the_next_plan_is_offline(tmp_pat
 def test_online_the_index_gives_the_exact_bytes(tmp_path, hub):
     commit = hub.add(REPO, {"config.json": CONFIG, "model.safetensors.index.json": index_json()})
     model = plan(online(tmp_path, hub), revision=commit)["model"]
-    assert abs(model["weights_bytes"] - TOTAL_SIZE) <= 16
+    assert model["weights_bytes"] == TOTAL_SIZE
     assert model["weights_source"] == (
         f"safetensors index metadata.total_size, {hub.url}/{REPO}/resolve/{commit}/model.safetensors.index.json"
         f" (commit {commit})"
@@ -238,8 +255,9 @@ def test_an_index_that_disagrees_with_its_shards_is_an_error(tmp_path, hub):
     with pytest.raises(
         PlanInputError,
         match=r"model.safetensors.index.json says metadata.total_size 10000 bytes, but its 1 shard files hold",
-    ):
+    ) as error:
         plan(online(tmp_path, hub), revision="main")
+    assert f"inferops_model.repo '{REPO}'" in str(error.value)
 
 
 def test_a_pinned_sha_that_does_not_exist_names_the_revision(tmp_path, hub):
@@ -321,3 +339,60 @@ def test_the_image_processor_config_is_fetched_beside_the_config(tmp_path, hub):
     checkpoint = online(tmp_path, hub).resolve(REPO, "main")
     assert load_image_max_pixels({"config_file": checkpoint.config_file}) == 16777216
     assert not any(p.endswith("README.md") for _m, p, _r in hub.requests)  # only the files the plan reads
+
+
+# ------------------------------------------------------------------------------------------ the Molecule mirror's model
+
+
+def _tiny_qwen2():
+    """tests/models/tiny_qwen2.py, the checkpoint that scenario vllm_cpu_serving serves from its mirror."""
+    spec = importlib.util.spec_from_file_location("tiny_qwen2", ROOT / "tests" / "models" / "tiny_qwen2.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_mirrors_tiny_model_plans_from_repo_and_revision_alone(tmp_path, hub):
+    # The scenario's own inventory (extensions/molecule/vllm_cpu_serving/molecule.yml), its checkpoint written by
+    # the scenario's script, served at the scenario's commit; the plan is given repo + revision only (the scenario
+    # passes config_file) and reads the rest through huggingface_hub, as with HF_ENDPOINT at the mirror.
+    scenario = yaml.safe_load((ROOT / "extensions" / "molecule" / "vllm_cpu_serving" / "molecule.yml").read_text())
+    group_vars = scenario["provisioner"]["inventory"]["group_vars"]
+    repo, commit = group_vars["all"]["tiny_repo"], group_vars["all"]["tiny_commit"]
+    tiny = _tiny_qwen2()
+    files = tiny.files()
+    assert hub.add(repo, files, commit=commit) == commit
+    host = {**group_vars["debian"], "inferops_model": {"repo": repo, "revision": commit}}
+
+    result = build_plan(host, {}, host="h", models=online(tmp_path, hub))
+    model = result["model"]
+    url = f"{hub.url}/{repo}/resolve/{commit}"
+    assert model["architecture"] == "Qwen2ForCausalLM" and model["commit"] == commit
+    assert model["config_source"] == f"{url}/config.json (commit {commit})"
+    # every tensor of model.safetensors, from its header: 1,313,024 bf16 parameters (tiny_qwen2.py)
+    assert model["weights_bytes"] == 2 * sum(math.prod(shape) for shape in tiny.tensor_shapes().values()) == 2_626_048
+    assert model["weights_source"] == f"safetensors header (range request), {url}/model.safetensors (commit {commit})"
+    assert [c for c in result["checks"] if c["severity"] == "error"] == []
+    assert sorted((m, p.rsplit("/", 1)[-1], r) for m, p, r in hub.requests) == [
+        ("GET", commit, None),  # /api/models/<repo>/revision/<commit>
+        ("GET", "config.json", None),
+        ("GET", "model.safetensors", "bytes=0-100000"),  # the header, not the 2.6 MB file
+        ("HEAD", "config.json", None),
+    ]
+
+    # The scenario's way (config_file on the controller) plans the same engine settings; the next plan is offline.
+    (tmp_path / "ckpt").mkdir()
+    for name, content in files.items():
+        (tmp_path / "ckpt" / name).write_bytes(content)
+    inline = {
+        **host,
+        "inferops_model": {"repo": repo, "revision": commit, "config_file": str(tmp_path / "ckpt/config.json")},
+    }
+    by_config_file = build_plan(inline, {}, host="h")
+    assert [by_config_file[k] for k in ("layout", "settings", "command")] == [
+        result[k] for k in ("layout", "settings", "command")
+    ]
+    hub.reset()
+    again = ModelResolver.from_environment({"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    assert build_plan(host, {}, host="h", models=again)["model"]["weights_bytes"] == model["weights_bytes"]
+    assert hub.requests == []

@@ -9,7 +9,10 @@ import pytest
 import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.arch import ModelArchitecture
-from ansible_collections.inferops.llm.plugins.module_utils._model.weights import quantization_conflict
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
+    quantization_conflict,
+    quantization_named_by,
+)
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[4] / "unit" / "fixtures" / "model_configs"
 DATA = yaml.safe_load(pathlib.Path(__file__).with_name("quantization_cases.yml").read_text(encoding="utf-8"))
@@ -34,3 +37,8 @@ def test_inventory_quantization_against_the_checkpoint(checkpoint, inventory, ag
     else:
         assert problem is not None
         assert f"inferops_model.quantization is {inventory!r} but the checkpoint has " in problem
+
+
+@pytest.mark.parametrize(("repo", "named"), sorted(DATA["repo_names"].items()), ids=str)
+def test_the_quantization_a_repository_name_states(repo, named):
+    assert quantization_named_by(repo) == named

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.topology import parse_topology
-from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import plan_svg, svg_numbers
-from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown
+from ansible_collections.inferops.llm.plugins.module_utils._plan.picture import plan_svg, svg_numbers, text_bar
+from ansible_collections.inferops.llm.plugins.module_utils._plan.report import render_markdown, render_table
 
 ROOT = Path(__file__).resolve().parents[5]
 GOLDEN = ROOT / "tests" / "golden" / "plans"
@@ -58,6 +58,38 @@ def test_the_picture_states_the_plan(host):
     for edge in drawn["edges"]:
         expected = topology["matrix"][edge["from"]][edge["to"]] if topology else "?"
         assert edge["link"] == expected, edge
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_console_bar_states_the_fullest_gpu(host):
+    """The table's one-line bar (issue 26 part 3): 20 characters of the fullest GPU's total, each part within
+    half a character of its share, and ``]`` where gpu_memory_utilization ends."""
+    plan, _topology = _example(host)
+    line_bar = text_bar(plan)
+    (row,) = [line for line in render_table([plan]) if line_bar in line]
+    assert len(row.split("|")) == len(render_table([plan])[0].split("|"))  # one cell
+    label, cells = line_bar.split(" ")
+    fullest = max(
+        plan["memory"]["per_gpu"],
+        key=lambda g: (g["weights_gib"] + g["overhead_gib"] + g["kv_cache_gib"]) / g["total_gib"],
+    )
+    assert label == f"GPU{fullest['index']}"
+    if plan["engine"] == "vllm":
+        at = cells.index("]")
+        assert at / 20 == pytest.approx(plan["settings"]["gpu_memory_utilization"]["value"], abs=0.5 / 20)
+        cells = cells.replace("]", "", 1)
+    else:
+        assert "]" not in cells
+    assert len(cells) == 20 and cells == "".join(sorted(cells, key="WoK.".index)), cells
+    used = 0.0
+    for number, part in enumerate(("weights", "overhead", "kv_cache")):
+        used += fullest[f"{part}_gib"]
+        drawn = sum(cells.count(char) for char in "WoK"[: number + 1])
+        assert drawn == pytest.approx(used / fullest["total_gib"] * 20, abs=0.5), (part, cells)
+
+
+def test_a_host_without_a_plan_gets_no_bar():
+    assert text_bar({"host": "refused", "error": "x"}) == ""
 
 
 def test_nvlink_pairs_are_the_tp_groups_of_the_4x3090():

@@ -1,5 +1,6 @@
 """Every suggested value is verified before it is shown (issue 26 part 4): _plan/suggestions.py, and the property
-that every value a plan prints as one that passes removes its finding (hosts: suggestion_grid.yml)."""
+that every value a plan prints as one that passes removes its finding (hosts: the bad-input corpus, the batch-limit
+and newcomer cases, and suggestion_grid.yml)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.cli import parse_extra_args
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import PlanInputError
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.suggestions import verify_check, with_values
 
 from . import test_bad_inputs as bad
 from . import test_batch_limits as batch
+from . import test_newcomer_cases as newcomer
 
 HERE = Path(__file__).parent
 GRID = yaml.safe_load((HERE / "suggestion_grid.yml").read_text(encoding="utf-8"))
@@ -154,6 +157,12 @@ def _corpus_hosts():
         variables["inferops_model"] = {"revision": batch.COMMIT, **case["model"]}
         hardware = {"gpus": [dict(gpus, index=i) for i in range(count)], "topology": {}, "driver": batch.DRIVER}
         hosts.append(pytest.param(variables, hardware, id=f"batch-{case['id']}"))
+    for case in newcomer.CASES:
+        # A cluster's nodes are planned together (test_cluster.py); a 16-GPU host takes about 10 s a plan (the
+        # layout search's placements) and is planned, with its suggestions verified, by test_newcomer_cases.py.
+        if int(case.get("nodes", 1)) == 1 and int(case.get("gpus", {}).get("count", 1)) <= 8:
+            (member,) = newcomer._members(case)
+            hosts.append(pytest.param(dict(member.variables), member.hardware, id=f"newcomer-{case['id']}"))
     return hosts
 
 
@@ -183,6 +192,73 @@ def test_every_printed_suggestion_removes_its_finding(variables, hardware):
                 if other["severity"] == "error":  # no new error, and a memory-fit fix fits
                     assert other["id"] in errors_before, (values, check["message"], other["message"])
                     assert not other["id"] == check["id"] == "memory-fit", (values, other["message"])
+
+
+def _input_errors(variables, hardware):
+    try:
+        build_plan(variables, hardware)
+    except PlanInputError as exc:
+        return exc.errors
+    return []
+
+
+def _named(errors, variable):
+    """The input errors about ``variable``: each input error starts with the variable it names."""
+    return [e for e in errors if e.split(" ", 1)[0].split("[", 1)[0] == variable]
+
+
+_MANAGED = re.compile(
+    r"^vllm_extra_args sets (\S+)(?: \(written \S+\))?, which the plan manages: set ([\w.]+): (.+) instead$"
+)
+
+
+def _moved(variables, flag, target, value):
+    """``variables`` with the managed flag taken out of vllm_extra_args and its value set as ``target``."""
+    kept = [
+        arg
+        for option in parse_extra_args(variables["vllm_extra_args"])
+        if option.flag != flag
+        for arg in (option.written, *option.values)
+    ]
+    return with_values(dict(variables, vllm_extra_args=kept), {target: yaml.safe_load(value)})
+
+
+@pytest.mark.parametrize("variables, hardware", _corpus_hosts() + _grid_hosts())
+def test_every_value_an_input_error_offers_removes_it(variables, hardware):
+    """Input errors too: a value offered as passing ("a value that passes", a managed flag's "set X: v instead")
+    removes the error about that variable when set."""
+    for error in _input_errors(variables, hardware):
+        variable = error.split(" ", 1)[0].split("[", 1)[0]
+        for values in printed_suggestions(error):
+            again = _input_errors(with_values(variables, values), hardware)
+            assert not _named(again, variable), (values, error, again)
+        managed = _MANAGED.match(error)
+        if managed:
+            flag, target, value = managed.groups()
+            again = _input_errors(_moved(variables, flag, target, value), hardware)
+            assert not _named(again, "vllm_extra_args") + _named(again, target), (error, again)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "ollama"])
+def test_the_release_a_version_error_names_plans(engine):
+    """ "such as 0.30.0" named an Ollama release without a checksum, which the plan then refuses."""
+    (error,) = _input_errors(dict(bad.BASES[engine], **{f"{engine}_version": "latest"}), bad._hardware(None))
+    example = re.search(r"such as ([0-9.]+)", error).group(1)
+    for arch in ("x86_64", "aarch64"):
+        variables = dict(bad.BASES[engine], **{f"{engine}_version": example, "ollama_arch": arch})
+        checks = build_plan(variables, bad._hardware(None))["checks"]
+        assert not [c for c in checks if c["severity"] == "error"], (example, checks)
+
+
+def test_input_errors_offer_values_to_verify():
+    """The corpus has input errors that offer values (the property above is not vacuous)."""
+    offers = [
+        error
+        for param in _corpus_hosts()
+        for error in _input_errors(*param.values)
+        if printed_suggestions(error) or _MANAGED.match(error)
+    ]
+    assert len(offers) >= 8, offers
 
 
 def test_the_property_sees_suggestions():

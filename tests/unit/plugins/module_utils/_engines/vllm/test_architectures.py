@@ -31,7 +31,8 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue impo
 from ansible_collections.inferops.llm.plugins.module_utils._plan.planner import build_plan
 
 HERE = Path(__file__).resolve().parent
-CASES = yaml.safe_load((HERE / "architectures_cases.yml").read_text(encoding="utf-8"))["cases"]
+TABLE = yaml.safe_load((HERE / "architectures_cases.yml").read_text(encoding="utf-8"))
+CASES = TABLE["cases"]
 CONFIGS = HERE.parents[3] / "fixtures" / "model_configs"
 
 
@@ -66,6 +67,43 @@ def test_finding(case):
         assert finding["severity"] == "error"
         assert finding["variable"] == "vllm_version" and finding["suggested"] == case["passing"]
         assert case["passing"] in finding["message"]
+
+
+@pytest.mark.parametrize("case", TABLE["lists"], ids=lambda c: c["id"])
+def test_vllm_serves_the_first_class_its_registry_lists(case):
+    vv = vllm_version(case["version"])
+    names = case["architectures"]
+    found = check_architecture(vv, {"architecture": names[0], "architectures": names}, "Org/Model")
+    if case["severity"] == "none":
+        assert found == []
+        return
+    (finding,) = found
+    assert finding["id"] == "architecture-unsupported" and finding["severity"] == case["severity"]
+    assert names[0] in finding["message"] and "vllm_version" in finding["message"]
+    if case["severity"] == "info":
+        assert f"serves the model as {case['served']}" in finding["message"]
+    elif case["severity"] == "error":
+        assert (finding["variable"], finding["suggested"]) == ("vllm_version", case["passing"])
+        assert all(name in finding["message"] for name in names)
+        # the release named passes: one of the classes is listed there
+        assert any(support(name, case["passing"]).status == "listed" for name in names)
+    else:
+        assert finding["variable"] == "inferops_model.repo" and "Transformers backend" in finding["message"]
+
+
+def test_the_plan_checks_every_class_of_the_config():
+    config = json.loads((CONFIGS / "Qwen--Qwen3-8B_config.json").read_text(encoding="utf-8"))
+    model = {
+        "repo": "Org/Model",
+        "revision": "0" * 40,
+        "config": dict(config, architectures=["MadeUpForCausalLM", "Qwen3ForCausalLM"]),
+    }
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0", "index": 0}
+    plan = build_plan({"inferops_engine": "vllm", "vllm_version": "0.33.0", "inferops_model": model}, {"gpus": [gpu]})
+    found = [(f["severity"], f["message"]) for f in plan["checks"] if f["id"] == "architecture-unsupported"]
+    assert [severity for severity, _message in found] == ["info"]
+    assert "serves the model as Qwen3ForCausalLM" in found[0][1]
+    assert ModelArchitecture.from_config(model["config"]).architectures == ("MadeUpForCausalLM", "Qwen3ForCausalLM")
 
 
 def test_gguf_architecture_is_not_a_registry_name():

@@ -29,6 +29,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     overhead_estimate,
     parse_human_int,
     pp_layer_bounds,
+    sequences_at_length,
     weights_per_rank,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
@@ -277,6 +278,31 @@ def test_sliding_window_blocks_per_request():
     got = layout(GPT_OSS_120B, "0.10.1", tp=4, max_model_len=16384, max_num_batched_tokens=2048)
     assert [g["layers"] for g in got["groups"]] == [18, 18]
     assert got["blocks_per_request"] == 16384 // 16 + (math.ceil((128 - 1 + 2048) / 16) + 1)
+
+
+@pytest.mark.parametrize(
+    ("arch", "version", "settings"),
+    [
+        (QWEN36_35B, "0.33.0", {"kv_cache_dtype": "fp8", "compute_capability": "9.0"}),  # align + checkpoint
+        (QWEN36_35B, "0.25.1", {"kv_cache_dtype": "fp8"}),  # mode none
+        (QWEN36_35B, "0.30.0", {"kv_cache_dtype": "fp8", "mamba_cache_mode": "all", "enable_prefix_caching": True}),
+        (QWEN36_35B, "0.26.0", {"kv_cache_dtype": "fp8", "num_speculative_tokens": 1}),
+        (GPT_OSS_120B, "0.10.1", {"max_num_batched_tokens": 2048}),
+        (LLAMA8B, "0.26.0", {"total": H100}),
+    ],
+)
+def test_sequences_at_a_shorter_length_are_those_of_the_layout_at_that_length(arch, version, settings):
+    """What the speed prediction runs at once at inferops_context_tokens: the blocks a request of that length
+    takes, as the layout planned at that length counts them (a hybrid model's state blocks do not shrink)."""
+    full = layout(arch, version, max_model_len=65536, **settings)
+    blocks = 1000 * full["blocks_per_request"] // 7
+    for length in (1, 300, 4096, 8192, 30000, 65536):
+        short = layout(arch, version, max_model_len=length, **settings)
+        assert short["block_size"] == full["block_size"]
+        assert sequences_at_length(full, blocks, length) == blocks // short["blocks_per_request"], length
+    if arch is QWEN36_35B and full["mamba_cache_mode"] != "all":
+        state = sum(g["blocks_per_request"] for g in full["groups"] if g["kind"] == "linear_attention")
+        assert sequences_at_length(full, blocks, 1) == blocks // (state + 1)  # not the tokens // length
 
 
 # ---- capacity and its log lines (ref §2.6) ---------------------------------------------------------

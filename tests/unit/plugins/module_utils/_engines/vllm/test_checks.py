@@ -3,6 +3,8 @@ case, and the chooser of unset settings (whose result must pass every check)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
@@ -520,6 +522,28 @@ def test_max_num_seqs_rules():
     crowded = only(run(model, "0.28.0", dict(base, max_num_seqs=32), count=2), "max-num-seqs")
     assert crowded[0]["severity"] == "warning"
     assert only(run(model, "0.28.0", dict(base, max_num_seqs=8), count=2), "max-num-seqs")[0]["severity"] == "info"
+
+
+@pytest.mark.parametrize("seqs", [32, 64])
+def test_the_state_warning_never_pins_more_blocks_than_the_cache_holds(seqs):
+    """The state warning's figures add up: below the cache it says how many of its blocks the state pins;
+    past it (the example's nvfp4-5090 said "576 of the 122") that the state alone would need more, and how
+    many sequences run at once with one block of attention tokens each."""
+    model = arch(QWEN36, AWQ)
+    base = {"tensor_parallel_size": 2, "kv_cache_dtype": "fp8", "max_model_len": 65536, "max_num_batched_tokens": 4096}
+    (warning,) = list(only(run(model, "0.28.0", dict(base, max_num_seqs=seqs), count=2), "max-num-seqs"))
+    message = warning["message"]
+    pinned = re.search(r"running sequences pin (\d+) of the (\d+) KV cache blocks", message)
+    over = re.search(
+        r"would pin (\d+) KV cache blocks .*, more than the (\d+) the KV cache holds: at most (\d+)", message
+    )
+    assert bool(pinned) != bool(over), message
+    if pinned:
+        assert int(pinned.group(1)) <= int(pinned.group(2)), message
+    else:
+        need, blocks, most = (int(x) for x in over.groups())
+        per_sequence = need // seqs
+        assert need > blocks and most * (per_sequence + 1) <= blocks < (most + 1) * (per_sequence + 1), message
 
 
 @pytest.mark.parametrize(("version", "fails"), [("0.19.1", False), ("0.20.0", True)])
