@@ -17,8 +17,10 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/inferops/llm
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT := $(BUILD)/inferops-llm-$(VERSION).tar.gz
-# Older ansible-core releases the collection supports (requires_ansible >=2.19); the toolchain pins 2.21.
-COMPAT_CORES ?= 2.19.14 2.20.10
+# Older ansible-core releases the collection supports (requires_ansible >=2.19); the toolchain pins 2.21. `make test`
+# runs the oldest supported one: with the toolchain's newest, both ends of the supported range (issue 24: each core
+# costs about 100 s of the 2-core CI machine). `make compat COMPAT_CORES="2.19.14 2.20.10"` runs 2.20 as well.
+COMPAT_CORES ?= 2.19.14
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 IMAGES ?= debian12 debian13
 
@@ -93,7 +95,7 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # change what it does. Everything that runs through ansible-core (modules, filters, roles, playbooks) runs.
 COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils
 .PHONY: compat
-compat: venv ## the unit tests that run through ansible-core, again under each older supported core (COMPAT_CORES)
+compat: venv ## the unit tests that run through ansible-core, again under the oldest supported core (COMPAT_CORES)
 	@for core in $(COMPAT_CORES); do \
 	  env=$(VENV)-core-$$core; \
 	  test -x $$env/bin/ansible-playbook || { $(UV) venv --quiet --python $(PYTHON) $$env && \
