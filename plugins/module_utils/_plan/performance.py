@@ -103,6 +103,7 @@ class ModelTraffic:
     kernel_format: str
     precision: str
     layer_kernels: Tuple[int, ...] = ()  # dense weight matrices (GEMV kernels) per layer: gemv_kernel.kernels
+    moe_layers: Tuple[bool, ...] = ()  # layers with routed experts (vLLM's routing kernels: moe_routing)
 
     @property
     def num_layers(self) -> int:
@@ -166,6 +167,7 @@ def model_traffic(
         kernel_format=kernel_format,
         precision=precision,
         layer_kernels=layer_kernels,
+        moe_layers=tuple(bool(x) for x in moe_layers),
     )
 
 
@@ -325,6 +327,18 @@ class StepTime:
         return max(self.memory, self.compute) + self.allreduce + self.fixed
 
 
+def _moe_routing_seconds(engine: str, enforce_eager: bool) -> float:
+    """Seconds per MoE layer and decode step of vLLM's routing kernels at moe_routing.clock_mhz (0 for
+    the other engines: llama.cpp's per-layer overhead is fitted with its MoE kernels in it)."""
+    if engine != "vllm":
+        return 0.0
+    routing = CONSTANTS["moe_routing"]
+    small = float(routing["small_kernel_us"]["eager" if enforce_eager else "cudagraph"])
+    router = float(CONSTANTS["gemv_kernel"]["latency_us"]) * float(CONSTANTS["gemv_kernel"]["clock_mhz"])
+    router /= float(routing["clock_mhz"])
+    return (int(routing["router_kernels"]) * router + int(routing["small_kernels"]) * small) * 1e-6
+
+
 class Predictor:
     """Speed of one replica layout for one model and engine; ``figures`` gives the report's numbers."""
 
@@ -356,6 +370,7 @@ class Predictor:
         key = engine if engine != "vllm" else ("eager" if enforce_eager else "cudagraph")
         self.layer_overhead = float(overhead[key]) * 1e-6
         self.state_overhead = float(CONSTANTS["recurrent_layer_overhead_us"][engine]) * 1e-6
+        self.moe_routing = _moe_routing_seconds(engine, enforce_eager)
         # vLLM's fixed cost per step is a fact of its release (_engines/vllm/releases.json step_overhead_ms);
         # not_modelled: None when that release's costs are modelled, else why not
         step, why = step_costs(version) if engine == "vllm" else (CONSTANTS["step_overhead_ms"][engine], None)
@@ -395,8 +410,17 @@ class Predictor:
         allreduce = layers * 2 * _allreduce(stage.tp_link, self.tp, message)
         linear = sum(1 for k in t.layer_kinds[stage.start : stage.end] if k == LAYER_LINEAR)
         fixed = layers * self._layer_time(stage.spec) + linear * self._state_time(stage.spec)
-        fixed += self._gemv_time(stage)
+        fixed += self._gemv_time(stage) + self._moe_routing_time(stage)
         return StepTime(memory, compute, allreduce, fixed)
+
+    def _moe_routing_time(self, stage: Stage) -> float:
+        """Fixed time of the stage's MoE routing kernels (router GEMM, top-k, align, activation, sum;
+        performance.json moe_routing): per MoE layer, whatever the TP size and the batch."""
+        if not self.moe_routing or not self.traffic.moe_layers:
+            return 0.0
+        layers = sum(1 for moe in self.traffic.moe_layers[stage.start : stage.end] if moe)
+        clock = float(CONSTANTS["moe_routing"]["clock_mhz"])
+        return layers * self.moe_routing * clock / stage.spec.boost_clock_mhz
 
     def _gemv_time(self, stage: Stage) -> float:
         """Fixed latency of the stage's weight-matrix kernels (does not shrink with TP; gemv_kernel)."""
