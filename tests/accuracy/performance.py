@@ -364,7 +364,7 @@ def render(result: Dict[str, Any]) -> str:
         "these terms explain, by 1.4 to 10.5 ms. The rest would be the fused-MoE kernels' bandwidth share at "
         "a few tokens per expert and at a narrow per-rank expert width (DeepSeek's 2048-wide experts are 256 "
         "wide per rank at TP8); the calibration part holds no MoE record of vLLM to fit that share on, so it "
-        "is not modelled (docs/performance-accuracy.md keeps the errors in view).",
+        "is not modelled.",
         "",
         "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
         "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "
