@@ -61,7 +61,7 @@ VALIDATION_TARGETS = {
 }
 # Where the model does not meet a validation target yet, the unit test holds the figure it reaches at
 # least at this floor (so that it cannot get worse unnoticed); the report says which targets are unmet.
-VALIDATION_FLOORS = {"aggregate_within_35_share": 0.6}
+VALIDATION_FLOORS: Dict[str, float] = {}
 AB_MIN_GAP = 0.10  # measured gap (faster / slower - 1) from which a pair must be ordered as measured
 # Context assumed when a source does not state it (benchmarks of "short" chats): prompt + output.
 ASSUMED_CONTEXT = 1024
@@ -357,14 +357,16 @@ def render(result: Dict[str, Any]) -> str:
         "Costs per decode step that do not shrink with TP or with the batch, as the model has them: two "
         "all-reduces per layer at the TP group's link (NCCL's ring adds a hop latency per rank beyond two; "
         "vLLM's one-shot custom all-reduce none), a kernel latency per dense weight matrix (bf16 and FP8), a "
-        "fixed cost per layer, vLLM's MoE routing kernels per MoE layer (router GEMM, top-k, align, activation, "
-        "sum; `moe_routing` in performance.json, the measured kernel floors, not fitted) and the release's step "
-        "cost. The aggregate target is unmet on MoE records: gpt-oss-120b on H100 (TP1, and TP2 with "
-        "--async-scheduling) and DeepSeek-R1 at TP8 on H200 decode slower per step (their median TPOT) than "
-        "these terms explain, by 1.4 to 10.5 ms. The rest would be the fused-MoE kernels' bandwidth share at "
-        "a few tokens per expert and at a narrow per-rank expert width (DeepSeek's 2048-wide experts are 256 "
-        "wide per rank at TP8); the calibration part holds no MoE record of vLLM to fit that share on, so it "
-        "is not modelled.",
+        "fixed cost per layer, the release's step cost, and per MoE layer vLLM's routing kernels (router GEMM, "
+        "top-k, align, activation, sum, FP8 activation quantization; the measured kernel floors) and a tile "
+        "cost per touched expert in each fused expert GEMM, which grows as the per-rank expert narrows with "
+        "TP (`moe_routing` in performance.json; tests/accuracy/fit.py fits it on published fused-MoE kernel "
+        "times of the Triton FP8 kernels, checked on bf16 ones, tests/unit/fixtures/performance/moe_kernels.yml, "
+        "not on these records). The tile cost is applied to every weight format's fused-MoE kernels "
+        "(MXFP4, Marlin INT4), an assumption: the 2x RTX 5090 Qwen3.6-35B-A3B INT4 record, whose per-rank "
+        "experts are 256 wide, is predicted slower than measured. DeepSeek-R1 at TP8 on H200 still decodes "
+        "about twice as slow per step (median TPOT) as predicted: MLA's extra kernels, the shared expert and "
+        "the block-FP8 GEMMs of attention are not modelled beyond the per-kernel latencies above.",
         "",
         "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
         "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "
