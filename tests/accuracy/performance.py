@@ -75,6 +75,24 @@ NOT_MODELLED = {
 }
 
 
+# The report's paragraph on the per-step costs that do not shrink with TP (issue #27), kept out of render().
+STEP_COSTS_TEXT = (
+    "Costs per decode step that do not shrink with TP or with the batch, as the model has them: two "
+    "all-reduces per layer at the TP group's link (NCCL's ring adds a hop latency per rank beyond two; "
+    "vLLM's one-shot custom all-reduce none), a kernel latency per dense weight matrix (bf16 and FP8), a "
+    "fixed cost per layer, the release's step cost, and per MoE layer vLLM's routing kernels (router GEMM, "
+    "top-k, align, activation, sum, FP8 activation quantization; the measured kernel floors) and a tile "
+    "cost per touched expert in each fused expert GEMM, which grows as the per-rank expert narrows with "
+    "TP (`moe_routing` in performance.json; tests/accuracy/fit.py fits it on published fused-MoE kernel "
+    "times of the Triton FP8 kernels, checked on bf16 ones, tests/unit/fixtures/performance/moe_kernels.yml, "
+    "not on these records). The tile cost is applied to every weight format's fused-MoE kernels "
+    "(MXFP4, Marlin INT4), an assumption: the 2x RTX 5090 Qwen3.6-35B-A3B INT4 record, whose per-rank "
+    "experts are 256 wide, is predicted slower than measured. DeepSeek-R1 at TP8 on H200 still decodes "
+    "about twice as slow per step (median TPOT) as predicted: MLA's extra kernels, the shared expert and "
+    "the block-FP8 GEMMs of attention are not modelled beyond the per-kernel latencies above."
+)
+
+
 def load() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]:
     data = yaml.safe_load((FIXTURES / "records.yml").read_text(encoding="utf-8"))
     mapping = yaml.safe_load((FIXTURES / "models.yml").read_text(encoding="utf-8"))
@@ -354,19 +372,7 @@ def render(result: Dict[str, Any]) -> str:
         "No constant of the aggregate model is tuned: the batch step and the prompt's cost come from the same "
         "constants as single-stream decode and prefill.",
         "",
-        "Costs per decode step that do not shrink with TP or with the batch, as the model has them: two "
-        "all-reduces per layer at the TP group's link (NCCL's ring adds a hop latency per rank beyond two; "
-        "vLLM's one-shot custom all-reduce none), a kernel latency per dense weight matrix (bf16 and FP8), a "
-        "fixed cost per layer, the release's step cost, and per MoE layer vLLM's routing kernels (router GEMM, "
-        "top-k, align, activation, sum, FP8 activation quantization; the measured kernel floors) and a tile "
-        "cost per touched expert in each fused expert GEMM, which grows as the per-rank expert narrows with "
-        "TP (`moe_routing` in performance.json; tests/accuracy/fit.py fits it on published fused-MoE kernel "
-        "times of the Triton FP8 kernels, checked on bf16 ones, tests/unit/fixtures/performance/moe_kernels.yml, "
-        "not on these records). The tile cost is applied to every weight format's fused-MoE kernels "
-        "(MXFP4, Marlin INT4), an assumption: the 2x RTX 5090 Qwen3.6-35B-A3B INT4 record, whose per-rank "
-        "experts are 256 wide, is predicted slower than measured. DeepSeek-R1 at TP8 on H200 still decodes "
-        "about twice as slow per step (median TPOT) as predicted: MLA's extra kernels, the shared expert and "
-        "the block-FP8 GEMMs of attention are not modelled beyond the per-kernel latencies above.",
+        STEP_COSTS_TEXT,
         "",
         "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
         "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "
