@@ -364,7 +364,8 @@ def fused_moe_seconds(spec: GpuSpec, kernel_format: str, experts_touched: float,
     share = float(efficiency.get(kernel_format, efficiency["bf16"]))
     stream = (expert_bytes + expert_tile_bytes(experts_touched)) / (spec.memory_bandwidth_gbps * 1e9 * share)
     gemv = CONSTANTS["gemv_kernel"]
-    latency = 2 * float(gemv["latency_us"]) * float(gemv["clock_mhz"]) if kernel_format in gemv["formats"] else 0.0
+    experts = int(gemv["kernels"]["experts"]) if kernel_format in gemv["formats"] else 0
+    latency = experts * float(gemv["latency_us"]) * float(gemv["clock_mhz"])
     latency += _moe_small_kernels_us(kernel_format, False) * float(CONSTANTS["moe_routing"]["clock_mhz"])
     return stream + latency / spec.boost_clock_mhz * 1e-6
 
@@ -443,21 +444,21 @@ class Predictor:
         fixed += self._gemv_time(stage) + self._moe_routing_time(stage)
         return StepTime(memory, compute, allreduce, fixed)
 
+    def _moe_layer_count(self, stage: Stage) -> int:
+        """MoE layers of the stage whose vLLM kernel costs (moe_routing) apply; 0 for the other engines."""
+        if not self.moe_routing:
+            return 0
+        return sum(1 for moe in self.traffic.moe_layers[stage.start : stage.end] if moe)
+
     def _tile_bytes(self, stage: Stage, touched: float) -> float:
-        """Per-expert tile cost of the stage's fused expert GEMMs on one rank (vLLM; moe_routing)."""
-        if not self.moe_routing or not self.traffic.moe_layers:
-            return 0.0
-        layers = sum(1 for moe in self.traffic.moe_layers[stage.start : stage.end] if moe)
-        return layers * expert_tile_bytes(self.traffic.num_experts * touched)
+        """Per-expert tile cost of the stage's fused expert GEMMs on one rank (moe_routing)."""
+        return self._moe_layer_count(stage) * expert_tile_bytes(self.traffic.num_experts * touched)
 
     def _moe_routing_time(self, stage: Stage) -> float:
         """Fixed time of the stage's MoE routing kernels (router GEMM, top-k, align, activation, sum;
         performance.json moe_routing): per MoE layer, whatever the TP size and the batch."""
-        if not self.moe_routing or not self.traffic.moe_layers:
-            return 0.0
-        layers = sum(1 for moe in self.traffic.moe_layers[stage.start : stage.end] if moe)
         clock = float(CONSTANTS["moe_routing"]["clock_mhz"])
-        return layers * self.moe_routing * clock / stage.spec.boost_clock_mhz
+        return self._moe_layer_count(stage) * self.moe_routing * clock / stage.spec.boost_clock_mhz
 
     def _gemv_time(self, stage: Stage) -> float:
         """Fixed latency of the stage's weight-matrix kernels (does not shrink with TP; gemv_kernel)."""
