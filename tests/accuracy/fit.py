@@ -24,7 +24,9 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import performance as accuracy  # tests/accuracy/performance.py, beside this file
+import yaml
 
+from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import gpu_spec
 from ansible_collections.inferops.llm.plugins.module_utils._plan import performance as model
 
 Loader = Callable[[], Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]]
@@ -85,6 +87,52 @@ def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") 
     return round((low + high) / 2.0, 1)
 
 
+MOE_KERNELS = accuracy.FIXTURES / "moe_kernels.yml"
+# Bytes per expert weight of the formats the kernel benchmarks use (their checkpoints: bf16, FP8 e4m3).
+WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
+
+
+def moe_kernel_points(fitted_only: bool = True) -> List[Dict[str, Any]]:
+    """One entry per (shape, batch) of tests/unit/fixtures/performance/moe_kernels.yml: the GPU spec, format,
+    experts touched, their bytes on the rank, and the measured seconds."""
+    shapes = yaml.safe_load(MOE_KERNELS.read_text(encoding="utf-8"))["shapes"]
+    points = []
+    for shape in shapes:
+        if fitted_only and not shape["fit"]:
+            continue
+        spec = gpu_spec(shape["gpu"])
+        if spec is None:
+            raise ValueError(f"moe_kernels.yml {shape['id']}: GPU {shape['gpu']!r} not in gpu_specs.json")
+        per_expert = 3.0 * shape["N"] * shape["K"] * WEIGHT_BYTES[shape["format"]]
+        for batch, micros in shape["kernel_us"].items():
+            touched = shape["E"] * model.experts_touched_share(shape["E"], shape["topk"], float(batch))
+            points.append(
+                {
+                    "id": f"{shape['id']}@{batch}",
+                    "spec": spec,
+                    "format": shape["format"],
+                    "touched": touched,
+                    "bytes": touched * per_expert,
+                    "measured_s": float(micros) * 1e-6,
+                }
+            )
+    return points
+
+
+def fit_expert_tile_bytes() -> float:
+    """``moe_routing.expert_tile_bytes``: per point, the bytes-equivalent per touched expert and expert GEMM
+    that makes ``fused_moe_seconds`` equal the published kernel time; the median over the fitted points
+    (narrow FP8 experts). Reads no speed record."""
+    values = []
+    efficiency = model.CONSTANTS["bandwidth_efficiency"]["vllm"]
+    with constant("moe_routing", "expert_tile_bytes", 0.0):
+        for point in moe_kernel_points():
+            base = model.fused_moe_seconds(point["spec"], point["format"], point["touched"], point["bytes"])
+            rate = point["spec"].memory_bandwidth_gbps * 1e9 * float(efficiency[point["format"]])
+            values.append((point["measured_s"] - base) * rate / (2.0 * point["touched"]))
+    return round(statistics.median(values), -3)
+
+
 def main() -> int:
     records, _models = calibration_records()
     print(f"calibration records evaluable: {len(records)}")
@@ -92,6 +140,12 @@ def main() -> int:
         fitted = fit_layer_overhead_us(engine=engine)
         now = model.CONSTANTS["layer_overhead_us"][key]
         print(f"layer_overhead_us.{key}: fitted {fitted:g}, performance.json {now:g}")
+    tile = fit_expert_tile_bytes()
+    now = model.CONSTANTS["moe_routing"]["expert_tile_bytes"]
+    print(f"moe_routing.expert_tile_bytes: fitted {tile:g}, performance.json {now:g}")
+    for point in moe_kernel_points(fitted_only=False):
+        predicted = model.fused_moe_seconds(point["spec"], point["format"], point["touched"], point["bytes"])
+        print(f"  {point['id']}: {1e6 * point['measured_s']:.1f} us measured, {1e6 * predicted:.1f} predicted")
     return 0
 
 

@@ -17,6 +17,7 @@ tolerances below.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pathlib
 import re
 import statistics
@@ -60,7 +61,7 @@ VALIDATION_TARGETS = {
 }
 # Where the model does not meet a validation target yet, the unit test holds the figure it reaches at
 # least at this floor (so that it cannot get worse unnoticed); the report says which targets are unmet.
-VALIDATION_FLOORS = {"aggregate_within_35_share": 0.6}
+VALIDATION_FLOORS: Dict[str, float] = {}
 AB_MIN_GAP = 0.10  # measured gap (faster / slower - 1) from which a pair must be ordered as measured
 # Context assumed when a source does not state it (benchmarks of "short" chats): prompt + output.
 ASSUMED_CONTEXT = 1024
@@ -74,6 +75,24 @@ NOT_MODELLED = {
 }
 
 
+# The report's paragraph on the per-step costs that do not shrink with TP (issue #27), kept out of render().
+STEP_COSTS_TEXT = (
+    "Costs per decode step that do not shrink with TP or with the batch, as the model has them: two "
+    "all-reduces per layer at the TP group's link (NCCL's ring adds a hop latency per rank beyond two; "
+    "vLLM's one-shot custom all-reduce none), a kernel latency per dense weight matrix (bf16 and FP8), a "
+    "fixed cost per layer, the release's step cost, and per MoE layer vLLM's routing kernels (router GEMM, "
+    "top-k, align, activation, sum, FP8 activation quantization; the measured kernel floors) and a tile "
+    "cost per touched expert in each fused expert GEMM, which grows as the per-rank expert narrows with "
+    "TP (`moe_routing` in performance.json; tests/accuracy/fit.py fits it on published fused-MoE kernel "
+    "times of the Triton FP8 kernels, checked on bf16 ones, tests/unit/fixtures/performance/moe_kernels.yml, "
+    "not on these records). The tile cost is applied to every weight format's fused-MoE kernels "
+    "(MXFP4, Marlin INT4), an assumption: the 2x RTX 5090 Qwen3.6-35B-A3B INT4 record, whose per-rank "
+    "experts are 256 wide, is predicted slower than measured. DeepSeek-R1 at TP8 on H200 still decodes "
+    "about twice as slow per step (median TPOT) as predicted: MLA's extra kernels, the shared expert and "
+    "the block-FP8 GEMMs of attention are not modelled beyond the per-kernel latencies above."
+)
+
+
 def load() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]:
     data = yaml.safe_load((FIXTURES / "records.yml").read_text(encoding="utf-8"))
     mapping = yaml.safe_load((FIXTURES / "models.yml").read_text(encoding="utf-8"))
@@ -84,15 +103,25 @@ def load() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]:
     return data["records"], data.get("ab_pairs") or [], models
 
 
+def hashed_part(source: str) -> str:
+    """The part of a source listed under records.yml ``split.by_hash``: even first byte of the SHA-256 of its
+    URL -> calibration, odd -> validation. Fixed by the URL alone, so that it is decided when the record is
+    committed, before anything is fitted or predicted on it."""
+    return "calibration" if hashlib.sha256(source.encode("utf-8")).digest()[0] % 2 == 0 else "validation"
+
+
 def split_of(data: Dict[str, Any]) -> Dict[str, str]:
-    """Source URL -> ``calibration`` or ``validation`` (records.yml ``split``); a source in both or in
-    neither is an error of the fixture."""
+    """Source URL -> ``calibration`` or ``validation`` (records.yml ``split``: the frozen lists, and the
+    sources added later under ``by_hash``, placed by ``hashed_part``); a source listed twice or in no list
+    is an error of the fixture."""
     result: Dict[str, str] = {}
-    for part in ("calibration", "validation"):
-        for source in (data.get("split") or {}).get(part) or []:
-            if source in result:
-                raise ValueError(f"records.yml split: {source} is in both parts")
-            result[source] = part
+    split = data.get("split") or {}
+    listed = [(source, part) for part in ("calibration", "validation") for source in split.get(part) or []]
+    listed += [(source, hashed_part(source)) for source in split.get("by_hash") or []]
+    for source, part in listed:
+        if source in result:
+            raise ValueError(f"records.yml split: {source} is listed twice")
+        result[source] = part
     missing = sorted({r["source"] for r in data["records"]} - set(result))
     if missing:
         raise ValueError(f"records.yml split: sources in no part: {missing}")
@@ -314,7 +343,9 @@ def render(result: Dict[str, Any]) -> str:
         "",
         "The records are split by source into a **calibration** part, on which the constants of "
         "`_plan/performance.json` are set, and a **validation** part that no constant is tuned on (records.yml "
-        "`split`, frozen before tuning; the constants present when the split was made had seen both parts).",
+        "`split`, frozen before tuning; the constants present when the split was made had seen both parts). "
+        "Sources added later are listed under `split.by_hash`: the parity of the SHA-256 of the URL decides the "
+        "side, when the record is committed and before anything is fitted on it.",
         "",
         "| figure | target (validation) | calibration | validation | met |",
         "|---|---|---|---|---|",
@@ -340,6 +371,8 @@ def render(result: Dict[str, Any]) -> str:
         "tail of a finite run. Where the lengths are not stated, the aggregate is N / the batch's decode step. "
         "No constant of the aggregate model is tuned: the batch step and the prompt's cost come from the same "
         "constants as single-stream decode and prefill.",
+        "",
+        STEP_COSTS_TEXT,
         "",
         "Tuned constants are fitted by tests/accuracy/fit.py, which reads the calibration part only (a unit test "
         "changes the validation records and checks that no fit moves, and that `layer_overhead_us` of vLLM with "

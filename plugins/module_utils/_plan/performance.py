@@ -103,6 +103,7 @@ class ModelTraffic:
     kernel_format: str
     precision: str
     layer_kernels: Tuple[int, ...] = ()  # dense weight matrices (GEMV kernels) per layer: gemv_kernel.kernels
+    moe_layers: Tuple[bool, ...] = ()  # layers with routed experts (vLLM's routing kernels: moe_routing)
 
     @property
     def num_layers(self) -> int:
@@ -166,6 +167,7 @@ def model_traffic(
         kernel_format=kernel_format,
         precision=precision,
         layer_kernels=layer_kernels,
+        moe_layers=tuple(bool(x) for x in moe_layers),
     )
 
 
@@ -297,11 +299,15 @@ class KvTraffic:
     state_bytes: float  # Gated-DeltaNet conv + SSM state per layer on one rank (read and written)
 
 
-def _touched(traffic: ModelTraffic, sequences: float) -> float:
+def experts_touched_share(num_experts: int, experts_per_tok: int, sequences: float) -> float:
     """Share of a layer's routed experts that ``sequences`` tokens touch (uniform routing)."""
-    if not traffic.num_experts:
+    if not num_experts:
         return 0.0
-    return 1.0 - (1.0 - traffic.experts_per_tok / traffic.num_experts) ** max(1.0, sequences)
+    return 1.0 - (1.0 - experts_per_tok / num_experts) ** max(1.0, sequences)
+
+
+def _touched(traffic: ModelTraffic, sequences: float) -> float:
+    return experts_touched_share(traffic.num_experts, traffic.experts_per_tok, sequences)
 
 
 def _allreduce(link: Optional[Link], tp: int, message_bytes: float) -> float:
@@ -323,6 +329,45 @@ class StepTime:
     @property
     def total(self) -> float:
         return max(self.memory, self.compute) + self.allreduce + self.fixed
+
+
+def _moe_small_kernels_us(kernel_format: str, enforce_eager: bool) -> float:
+    """Microseconds (at moe_routing.clock_mhz) of a MoE layer's small kernels: top-k, align, activation, sum,
+    and for FP8 the activation quantization before each expert GEMM."""
+    routing = CONSTANTS["moe_routing"]
+    count = int(routing["small_kernels"]) + (int(routing["fp8_small_kernels"]) if kernel_format == "fp8" else 0)
+    return count * float(routing["small_kernel_us"]["eager" if enforce_eager else "cudagraph"])
+
+
+def _moe_routing_seconds(engine: str, enforce_eager: bool, kernel_format: str) -> float:
+    """Seconds per MoE layer and decode step of vLLM's routing kernels at moe_routing.clock_mhz (0 for
+    the other engines: llama.cpp's per-layer overhead is fitted with its MoE kernels in it)."""
+    if engine != "vllm":
+        return 0.0
+    routing = CONSTANTS["moe_routing"]
+    router = float(CONSTANTS["gemv_kernel"]["latency_us"]) * float(CONSTANTS["gemv_kernel"]["clock_mhz"])
+    router /= float(routing["clock_mhz"])
+    return (int(routing["router_kernels"]) * router + _moe_small_kernels_us(kernel_format, enforce_eager)) * 1e-6
+
+
+def expert_tile_bytes(experts_touched: float) -> float:
+    """Bytes-equivalent of the per-expert tile cost of both fused expert GEMMs on one rank (moe_routing)."""
+    return 2.0 * experts_touched * float(CONSTANTS["moe_routing"]["expert_tile_bytes"])
+
+
+def fused_moe_seconds(spec: GpuSpec, kernel_format: str, experts_touched: float, expert_bytes: float) -> float:
+    """One vLLM fused-experts call on one GPU in a CUDA graph, as benchmark_moe.py times it (no router GEMM):
+    the touched experts' bytes plus their tile cost at the format's bandwidth, the two expert GEMMs' kernel
+    latency (gemv_kernel formats) and the small kernels, clock-scaled. ``expert_bytes``: the touched experts'
+    weights on this rank."""
+    efficiency = CONSTANTS["bandwidth_efficiency"]["vllm"]
+    share = float(efficiency.get(kernel_format, efficiency["bf16"]))
+    stream = (expert_bytes + expert_tile_bytes(experts_touched)) / (spec.memory_bandwidth_gbps * 1e9 * share)
+    gemv = CONSTANTS["gemv_kernel"]
+    experts = int(gemv["kernels"]["experts"]) if kernel_format in gemv["formats"] else 0
+    latency = experts * float(gemv["latency_us"]) * float(gemv["clock_mhz"])
+    latency += _moe_small_kernels_us(kernel_format, False) * float(CONSTANTS["moe_routing"]["clock_mhz"])
+    return stream + latency / spec.boost_clock_mhz * 1e-6
 
 
 class Predictor:
@@ -356,6 +401,7 @@ class Predictor:
         key = engine if engine != "vllm" else ("eager" if enforce_eager else "cudagraph")
         self.layer_overhead = float(overhead[key]) * 1e-6
         self.state_overhead = float(CONSTANTS["recurrent_layer_overhead_us"][engine]) * 1e-6
+        self.moe_routing = _moe_routing_seconds(engine, enforce_eager, traffic.kernel_format)
         # vLLM's fixed cost per step is a fact of its release (_engines/vllm/releases.json step_overhead_ms);
         # not_modelled: None when that release's costs are modelled, else why not
         step, why = step_costs(version) if engine == "vllm" else (CONSTANTS["step_overhead_ms"][engine], None)
@@ -386,7 +432,7 @@ class Predictor:
         if stage.last:
             weights += t.head_bytes
             flops += t.head_flops * sequences
-        memory = (weights / self.tp + kv_bytes * sequences) / (
+        memory = (weights / self.tp + self._tile_bytes(stage, touched) + kv_bytes * sequences) / (
             stage.spec.memory_bandwidth_gbps * 1e9 * self.bandwidth_efficiency
         )
         compute = flops / self.tp / (self._precision_tflops(stage.spec) * 1e12 * self.compute_efficiency)
@@ -395,8 +441,24 @@ class Predictor:
         allreduce = layers * 2 * _allreduce(stage.tp_link, self.tp, message)
         linear = sum(1 for k in t.layer_kinds[stage.start : stage.end] if k == LAYER_LINEAR)
         fixed = layers * self._layer_time(stage.spec) + linear * self._state_time(stage.spec)
-        fixed += self._gemv_time(stage)
+        fixed += self._gemv_time(stage) + self._moe_routing_time(stage)
         return StepTime(memory, compute, allreduce, fixed)
+
+    def _moe_layer_count(self, stage: Stage) -> int:
+        """MoE layers of the stage whose vLLM kernel costs (moe_routing) apply; 0 for the other engines."""
+        if not self.moe_routing:
+            return 0
+        return sum(1 for moe in self.traffic.moe_layers[stage.start : stage.end] if moe)
+
+    def _tile_bytes(self, stage: Stage, touched: float) -> float:
+        """Per-expert tile cost of the stage's fused expert GEMMs on one rank (moe_routing)."""
+        return self._moe_layer_count(stage) * expert_tile_bytes(self.traffic.num_experts * touched)
+
+    def _moe_routing_time(self, stage: Stage) -> float:
+        """Fixed time of the stage's MoE routing kernels (router GEMM, top-k, align, activation, sum;
+        performance.json moe_routing): per MoE layer, whatever the TP size and the batch."""
+        clock = float(CONSTANTS["moe_routing"]["clock_mhz"])
+        return self._moe_layer_count(stage) * self.moe_routing * clock / stage.spec.boost_clock_mhz
 
     def _gemv_time(self, stage: Stage) -> float:
         """Fixed latency of the stage's weight-matrix kernels (does not shrink with TP; gemv_kernel)."""

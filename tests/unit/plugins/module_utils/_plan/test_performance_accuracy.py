@@ -30,10 +30,25 @@ def test_every_source_is_in_one_part_of_the_split():
     data = accuracy.yaml.safe_load((accuracy.FIXTURES / "records.yml").read_text(encoding="utf-8"))
     split = accuracy.split_of(data)
     assert set(split.values()) == {"calibration", "validation"}
-    with pytest.raises(ValueError, match="in both parts"):
+    with pytest.raises(ValueError, match="listed twice"):
         accuracy.split_of({**data, "split": {"calibration": [data["records"][0]["source"]] * 2}})
+    with pytest.raises(ValueError, match="listed twice"):
+        source = data["records"][0]["source"]
+        accuracy.split_of({**data, "split": {**data["split"], "by_hash": [source]}})
     with pytest.raises(ValueError, match="in no part"):
         accuracy.split_of({**data, "split": {"calibration": []}})
+
+
+def test_a_source_added_by_hash_lands_on_the_side_its_url_decides():
+    """split.by_hash: the side comes from the SHA-256 of the URL alone (even first byte: calibration), the
+    same on every run and whatever the records predict; both sides occur."""
+    sources = [f"https://example.org/bench/{number}" for number in range(16)]
+    data = {"records": [{"source": s} for s in sources], "split": {"by_hash": sources}}
+    split = accuracy.split_of(data)
+    for source in sources:
+        first = accuracy.hashlib.sha256(source.encode("utf-8")).digest()[0]
+        assert split[source] == ("calibration" if first % 2 == 0 else "validation")
+    assert set(split.values()) == {"calibration", "validation"}
 
 
 @pytest.mark.parametrize("name", sorted(accuracy.VALIDATION_TARGETS))

@@ -59,3 +59,19 @@ def test_a_fit_follows_the_calibration_records():
 def test_the_fitted_value_is_the_one_in_performance_json(engine):
     now = fit.model.CONSTANTS["layer_overhead_us"][fit.LAYER_OVERHEAD_KEY[engine]]
     assert abs(fit.fit_layer_overhead_us(engine=engine) - now) <= 0.5
+
+
+def test_the_expert_tile_cost_is_fitted_on_kernel_benchmarks_only():
+    """moe_routing.expert_tile_bytes comes from the published fused-MoE kernel times (moe_kernels.yml), never
+    from a speed record: it equals the fit, and the fit reads no record (a loader is not even passed)."""
+    assert fit.fit_expert_tile_bytes() == fit.model.CONSTANTS["moe_routing"]["expert_tile_bytes"]
+    points = fit.moe_kernel_points()
+    assert points and {p["format"] for p in points} == {"fp8"}
+
+
+def test_the_fused_moe_model_meets_every_published_kernel_time():
+    """With the fitted tile cost, every kernel benchmark (the fitted narrow FP8 shapes and the wide bf16
+    checks) is predicted within 10%."""
+    for point in fit.moe_kernel_points(fitted_only=False):
+        predicted = fit.model.fused_moe_seconds(point["spec"], point["format"], point["touched"], point["bytes"])
+        assert abs(predicted / point["measured_s"] - 1.0) <= 0.10, point["id"]

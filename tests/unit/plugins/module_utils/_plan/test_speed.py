@@ -240,6 +240,26 @@ def test_gemv_latency_does_not_shrink_with_tp_and_is_only_charged_where_measured
     assert fixed["bf16", 1] - fixed["int4", 1] == pytest.approx(80 * 4 * 7.5e-6 * 1980 / 1980, rel=0.01)
 
 
+def test_moe_kernel_costs_do_not_shrink_with_tp():
+    """Issue #27: per MoE layer, vLLM's routing kernels are a fixed time and each touched expert's tile cost is
+    paid whole on every rank, so neither shrinks with TP, while the experts' weights per rank do."""
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+        CONSTANTS,
+        experts_touched_share,
+    )
+
+    arch, traffic, predictors = _h100_predictors("openai/gpt-oss-120b", "mxfp4", 2, (1, 2))
+    assert sum(traffic.moe_layers) == arch.num_layers
+    steps = {tp: predictor.stage_decode(stages[0], 4.0, 1024) for tp, (stages, predictor) in predictors.items()}
+    assert steps[1].fixed == pytest.approx(steps[2].fixed)
+    rate = gpu_spec("NVIDIA H100 80GB HBM3").memory_bandwidth_gbps * 1e9
+    rate *= CONSTANTS["bandwidth_efficiency"]["vllm"]["mxfp4"]
+    touched = traffic.num_experts * experts_touched_share(traffic.num_experts, traffic.experts_per_tok, 4.0)
+    tiles = arch.num_layers * 2 * touched * CONSTANTS["moe_routing"]["expert_tile_bytes"]
+    # memory(TP) = (weights / TP + tiles) / rate: what does not halve from TP1 to TP2 is the tile cost
+    assert (2 * steps[2].memory - steps[1].memory) * rate == pytest.approx(tiles)
+
+
 @pytest.mark.parametrize(
     "version, modelled",
     [
