@@ -20,14 +20,22 @@ def uv_python_platform(machine: t.Any, glibc: t.Any) -> str:
 
 
 def uv_sync_argv(
-    lock: t.Any, uv: t.Any, python: t.Any, index_url: t.Any = "", find_links: t.Any = (),
+    lock: t.Any,
+    uv: t.Any,
+    python: t.Any,
+    index_url: t.Any = "",
+    find_links: t.Any = (),
     compile_bytecode: t.Any = False,
 ) -> list[str]:
     """The host's install from a lock: uv pip sync --require-hashes."""
     if isinstance(find_links, (str, bytes)) or not isinstance(find_links, t.Sequence):
         raise AnsibleFilterError(f"uv_sync_argv: find_links must be a list, not {type(find_links).__name__}")
     return uv_lock.sync_argv(
-        str(uv), str(python), str(lock), str(index_url or ""), [str(item) for item in find_links],
+        str(uv),
+        str(python),
+        str(lock),
+        str(index_url or ""),
+        [str(item) for item in find_links],
         bool(compile_bytecode),
     )
 

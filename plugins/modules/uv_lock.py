@@ -220,8 +220,15 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
     params = module.params
     try:
         key = uv_lock.lock_key(
-            params["package"], params["version"], params["requirements"], params["python"], params["platform"],
-            params["index_url"], params["find_links"], params["overrides"], params["excludes"],
+            params["package"],
+            params["version"],
+            params["requirements"],
+            params["python"],
+            params["platform"],
+            params["index_url"],
+            params["find_links"],
+            params["overrides"],
+            params["excludes"],
         )
     except uv_lock.LockError as error:
         module.fail_json(msg=f"uv_lock: {error}")

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 # uv 0.13's --python-platform names for Linux with glibc: manylinux_2_17, _2_28 and _2_31 to _2_40.
-_MANYLINUX_MINORS = (17, 28) + tuple(range(31, 41))
+_MANYLINUX_MINORS = (17, 28, *tuple(range(31, 41)))
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 KEY_PREFIX = "# key: "
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -121,7 +121,7 @@ def read_key(text: str) -> Optional[Dict[str, Any]]:
     for line in text.splitlines():
         if line.startswith(KEY_PREFIX):
             try:
-                value = json.loads(line[len(KEY_PREFIX):])
+                value = json.loads(line[len(KEY_PREFIX) :])
             except ValueError:
                 return None
             return value if isinstance(value, dict) else None
@@ -135,26 +135,37 @@ def _source_args(index_url: str, find_links: Sequence[str]) -> List[str]:
     return args + [f"--find-links={item}" for item in find_links]
 
 
-def compile_argv(
-    uv: str, key: Mapping[str, Any], index_url: str, find_links: Sequence[str], output: str
-) -> List[str]:
+def compile_argv(uv: str, key: Mapping[str, Any], index_url: str, find_links: Sequence[str], output: str) -> List[str]:
     """``uv pip compile`` of the key, run in a directory holding ``requirements.in`` (and the overrides and
     excludes files where the key has some). ``index_url`` and ``find_links`` are the ones to reach (they may
     hold credentials the key leaves out)."""
     argv = [
-        uv, "pip", "compile", "--no-config", "--quiet", "--generate-hashes", "--no-header",
-        "--python-version", str(key["python"]), "--python-platform", str(key["platform"]),
+        uv,
+        "pip",
+        "compile",
+        "--no-config",
+        "--quiet",
+        "--generate-hashes",
+        "--no-header",
+        "--python-version",
+        str(key["python"]),
+        "--python-platform",
+        str(key["platform"]),
     ]
     argv += _source_args(index_url, find_links)
     if key["overrides"]:
         argv += ["--overrides", OVERRIDES_FILE]
     if key["excludes"]:
         argv += ["--excludes", EXCLUDES_FILE]
-    return argv + [REQUIREMENTS_FILE, "--output-file", output]
+    return [*argv, REQUIREMENTS_FILE, "--output-file", output]
 
 
 def sync_argv(
-    uv: str, python: str, lock: str, index_url: str = "", find_links: Sequence[str] = (),
+    uv: str,
+    python: str,
+    lock: str,
+    index_url: str = "",
+    find_links: Sequence[str] = (),
     compile_bytecode: bool = False,
 ) -> List[str]:
     """``uv pip sync --require-hashes`` of a lock into the environment of ``python``: exactly the lock's
@@ -163,4 +174,4 @@ def sync_argv(
     # Where the service user cannot write __pycache__ (ProtectSystem=strict): compiled once, at install.
     if compile_bytecode:
         argv.append("--compile-bytecode")
-    return argv + ["--python", python] + _source_args(index_url, find_links) + [lock]
+    return [*argv, "--python", python, *_source_args(index_url, find_links), lock]

