@@ -141,7 +141,6 @@ made:
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, Optional
@@ -195,10 +194,10 @@ def _public(text: str, urls: Any) -> str:
     return text
 
 
-def make(uv: str, key: Dict[str, Any], index_url: str, find_links: Any, path: str) -> None:
+def make(module: AnsibleModule, uv: str, key: Dict[str, Any], index_url: str, find_links: Any, path: str) -> None:
     """Run uv pip compile for ``key`` and write ``path`` with the header (raises LockError on failure)."""
-    version = subprocess.run([uv, "--version"], capture_output=True, text=True, check=False).stdout.split()
-    environment = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NATIVE_TLS="1", NO_COLOR="1")
+    version = module.run_command([uv, "--version"])[1].split()
+    environment = {"UV_PYTHON_DOWNLOADS": "never", "UV_NATIVE_TLS": "1", "NO_COLOR": "1"}
     with tempfile.TemporaryDirectory(prefix="inferops-lock-") as work:
         for name, lines in (
             (uv_lock.REQUIREMENTS_FILE, key["requirements"]),
@@ -208,9 +207,9 @@ def make(uv: str, key: Dict[str, Any], index_url: str, find_links: Any, path: st
             with open(os.path.join(work, name), "w", encoding="utf-8") as out:
                 out.write("".join(line + "\n" for line in lines))
         argv = uv_lock.compile_argv(uv, key, index_url, find_links, "lock.txt")
-        done = subprocess.run(argv, cwd=work, env=environment, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise uv_lock.LockError(_public(done.stderr.strip()[-2000:], [index_url, *find_links]))
+        code, _, errors = module.run_command(argv, cwd=work, environ_update=environment)
+        if code != 0:
+            raise uv_lock.LockError(_public(errors.strip()[-2000:], [index_url, *find_links]))
         with open(os.path.join(work, "lock.txt"), encoding="utf-8") as handle:
             body = handle.read()
     write_if_changed(path, uv_lock.header(key, version[1] if len(version) > 1 else "?") + body, 0o644)
@@ -259,7 +258,7 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
     try:
         os.makedirs(params["dir"], mode=0o755, exist_ok=True)
         local = params["find_links"] if params["local_find_links"] is None else params["local_find_links"]
-        make(uv, key, params["index_url"], local, path)
+        make(module, uv, key, params["index_url"], local, path)
     except (uv_lock.LockError, OSError) as error:
         module.fail_json(
             msg=f"Making the lock {path} failed. Where the controller cannot reach the index, make it where it can "

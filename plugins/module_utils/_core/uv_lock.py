@@ -109,8 +109,8 @@ def lock_name(key: Mapping[str, Any]) -> str:
 def header(key: Mapping[str, Any], uv_version: str) -> str:
     return (
         "# inferops.llm lock: the exact distributions of this environment, each with its sha256.\n"
-        f"# Made once with uv {uv_version} (pip compile --generate-hashes); hosts install it with\n"
-        "# uv pip sync --require-hashes. Commit it beside the inventory; it is used as it is, never made again.\n"
+        f"# Made once with uv {uv_version} (pip compile --generate-hashes); hosts install it with every\n"
+        "# hash required. Commit it beside the inventory; it is used as it is, never made again.\n"
         "# A different key (pin, Python, platform, index, find-links, overrides) names a new file.\n"
         f"{key_line(key)}\n"
     )
