@@ -207,7 +207,7 @@ def make(module: AnsibleModule, uv: str, key: Dict[str, Any], index_url: str, fi
             with open(os.path.join(work, name), "w", encoding="utf-8") as out:
                 out.write("".join(line + "\n" for line in lines))
         argv = uv_lock.compile_argv(uv, key, index_url, find_links, "lock.txt")
-        code, _, errors = module.run_command(argv, cwd=work, environ_update=environment)
+        code, _out, errors = module.run_command(argv, cwd=work, environ_update=environment)
         if code != 0:
             raise uv_lock.LockError(_public(errors.strip()[-2000:], [index_url, *find_links]))
         with open(os.path.join(work, "lock.txt"), encoding="utf-8") as handle:
