@@ -44,6 +44,7 @@ FINDING_IDS: Dict[str, str] = {
     "model-quantization-assumed": "a repository named for a quantization planned unquantized: its files were not read",
     "model-source": "a gated or private repository read without a token that grants access",
     "ollama-arch-unsupported": "an architecture the pinned Ollama cannot load",
+    "ollama-arch-unverified": "a GGUF architecture the pinned Ollama release's names were not read for",
     "ollama-checksum-unknown": "an Ollama release without a known sha256, which the ollama role refuses",
     "ollama-context-clamped": "an Ollama context longer than the GGUF's",
     "ollama-coresidency": "Ollama on standby does not fit beside vLLM",

@@ -569,11 +569,17 @@ class ModelArchitecture:
         num_layers = _required_int(text, where, "num_hidden_layers", "n_layer", "num_layers")
         heads = _required_int(text, where, "num_attention_heads", "n_head")
         hidden = _required_int(text, where, "hidden_size", "n_embd", "d_model")
+        vocab_keys = ("vocab_size", "padded_vocab_size")  # ChatGLM: padded_vocab_size (vLLM's ChatGLMConfig)
         vocab = (
-            _required_int(text, where, "vocab_size") if "vocab_size" in text else _required_int(top, "", "vocab_size")
+            _required_int(text, where, *vocab_keys)
+            if any(key in text for key in vocab_keys)
+            else _required_int(top, "", *vocab_keys)
         )
         max_pos = _required_int(text, where, "max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
-        kv_heads = _int_or_none(_first(text, "num_key_value_heads", "num_kv_heads"), "num_key_value_heads", SIZE)
+        # vLLM's get_total_num_kv_heads: ChatGLM names its KV heads multi_query_group_num
+        kv_heads = _int_or_none(
+            _first(text, "num_key_value_heads", "num_kv_heads", "multi_query_group_num"), "num_key_value_heads", SIZE
+        )
         kv_heads = kv_heads or heads
         kv_lora_rank = _int_or_none(text.get("kv_lora_rank"), "kv_lora_rank", SIZE)
         is_mla = kv_lora_rank is not None

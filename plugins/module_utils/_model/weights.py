@@ -223,6 +223,9 @@ def quantization_named_by(repo: str) -> Optional[str]:
 # Schemes one inventory name stands for: fp8 covers per-tensor and block FP8; the generic int4/int8 names
 # cover every integer scheme of that width (compressed-tensors, AutoRound, GPTQ, AWQ).
 _SCHEME_FAMILY = {"fp8_block": "fp8", "awq_int4": "int4", "gptq_int4": "int4", "gptq_int8": "int8", "bnb_int8": "int8"}
+# Names that state one scheme of a quantizer with several (block vs per-tensor FP8, 4- vs 8-bit GPTQ): the
+# checkpoint's scheme must be that one; the quantizer's own name (gptq, awq, bitsandbytes) agrees with any.
+_SCHEME_NAMES = frozenset({"fp8_block", "gptq_int4", "gptq_int8"})
 
 
 def quantization_conflict(name: Optional[str], checkpoint: Optional[QuantizationInfo]) -> Optional[str]:
@@ -241,9 +244,11 @@ def quantization_conflict(name: Optional[str], checkpoint: Optional[Quantization
         )
         return f"inferops_model.quantization is {name!r} but the checkpoint has {has}"
     method = checkpoint.method.replace("-", "_")
-    generic = str(name).strip().lower() in ("int4", "int8", "w4a16", "w8a8", "fp8")
+    key = str(name).strip().lower().replace("-", "_")
+    generic = key in ("int4", "int8", "w4a16", "w8a8", "fp8")
     # A generic name states a width, not a quantizer: int4 against a compressed-tensors int8 checkpoint is refused.
-    if (not generic and wanted.method.replace("-", "_") == method) or wanted.scheme == checkpoint.scheme:
+    quantizer_only = not generic and key not in _SCHEME_NAMES
+    if (quantizer_only and wanted.method.replace("-", "_") == method) or wanted.scheme == checkpoint.scheme:
         return None
     if generic and _SCHEME_FAMILY.get(checkpoint.scheme, checkpoint.scheme) == _SCHEME_FAMILY.get(
         wanted.scheme, wanted.scheme

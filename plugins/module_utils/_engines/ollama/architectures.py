@@ -14,7 +14,11 @@ Public API:
 ``support(architecture, version) -> OllamaArchitectureSupport``: ``listed``; ``later`` (a later release read
     lists it: ``passing`` is the first); ``removed`` (only earlier releases read list it: ``passing`` is the
     last); ``unknown`` (no release read lists it: a name the plan cannot judge); ``unread`` (the release that
-    applies was not read: the llama-server era, or a release without a tag in the snapshot read).
+    applies was not read: the llama-server era, or a release without a tag in the snapshot read; ``passing``
+    is then the newest release read, not after ``version``, that lists the name, if any: no release read
+    dropped a name).
+``NEWEST_READ`` (str): the newest release whose names were read (what the plan verifies up to).
+``llama_cpp_tag(release) -> str | None``: the llama.cpp tag a llama-server era release is built from.
 """
 
 from __future__ import annotations
@@ -51,16 +55,26 @@ def _names(release: str) -> Optional[List[str]]:
     return None if entry is None else entry.get("architectures")
 
 
+_READ: List[Tuple[Tuple[int, ...], str]] = [(number, text) for number, text in _RECORDED if _names(text) is not None]
+NEWEST_READ: str = _READ[-1][1]
+
+
+def llama_cpp_tag(release: str) -> Optional[str]:
+    """The llama.cpp tag (``bNNNN``) that a llama-server era release serves GGUFs with, else None."""
+    return ARCHITECTURE_DATA["releases"].get(release, {}).get("llama_cpp")
+
+
 def support(architecture: str, version: Tuple[int, ...]) -> OllamaArchitectureSupport:
     """What the recorded release that applies to ``version`` (a release tuple) says of ``architecture``."""
     applying = [text for number, text in _RECORDED if number <= tuple(version)]
     release = applying[-1] if applying else _RECORDED[0][1]
     names = _names(release)
+    read = [(number, text) for number, text in _RECORDED if _names(text) is not None]
     if names is None:
-        return OllamaArchitectureSupport(architecture, "unread", release)
+        listing = [text for number, text in read if number <= tuple(version) and architecture in (_names(text) or ())]
+        return OllamaArchitectureSupport(architecture, "unread", release, listing[-1] if listing else None)
     if architecture in names:
         return OllamaArchitectureSupport(architecture, "listed", release)
-    read = [(number, text) for number, text in _RECORDED if _names(text) is not None]
     pinned = _number(release)
     later = [text for number, text in read if number > pinned and architecture in (_names(text) or ())]
     if later:

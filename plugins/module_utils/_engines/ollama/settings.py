@@ -32,6 +32,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import (
     MIN_SUPPORTED,
     VERIFIED_UP_TO,
+    first_release_with,
 )
 
 _VERIFIED = f"{VERIFIED_UP_TO[0]}.{VERIFIED_UP_TO[1]}"
@@ -90,6 +91,8 @@ def _add_version_checks(checks: Checks, ollama_version: str, version: Tuple[int,
                 "suggested": verdict.passing,
             }
         )
+    if verdict is not None and verdict.status == "unread":
+        _add_unverified_arch_check(checks, ollama_version, version, verdict)
     if arch in ("qwen35", "qwen35moe") and version < QWEN35_SUPPORT:
         add_check(
             checks,
@@ -97,6 +100,41 @@ def _add_version_checks(checks: Checks, ollama_version: str, version: Tuple[int,
             "error",
             f"Ollama {ollama_version} cannot load the {arch} architecture (added in 0.17.1); raise ollama_version",
         )
+
+
+def _add_unverified_arch_check(
+    checks: Checks, ollama_version: str, version: Tuple[int, ...], verdict: architectures.OllamaArchitectureSupport
+) -> None:
+    """The release that applies to ``ollama_version`` has no list of names read: say so, never pass in silence.
+    An info note when a release read (or the release records' first release) loads the name, else a warning."""
+    arch, newest = verdict.architecture, architectures.NEWEST_READ
+    tag = architectures.llama_cpp_tag(verdict.release)
+    unread = (
+        f"Ollama {ollama_version} serves GGUFs with llama-server built from llama.cpp {tag}, whose architecture "
+        "names were not read"
+        if tag
+        else f"the architecture names of Ollama {verdict.release}, the release record that applies to "
+        f"{ollama_version}, were not read (no tag v{verdict.release} in the ollama/ollama snapshot read)"
+    )
+    first = first_release_with(arch)
+    if verdict.passing is not None:
+        evidence = f"Ollama {verdict.passing}, a release read, loads it"
+    elif first is not None and version >= first:
+        evidence = f"the release records say Ollama loads it from {'.'.join(map(str, first))}"
+    else:
+        evidence = ""
+    message = f"{unread}, so the plan cannot verify that Ollama {ollama_version} loads the GGUF architecture {arch!r}"
+    verified = f"ollama_version is verified up to {newest}"
+    check = {"id": "ollama-arch-unverified", "variable": "ollama_version"}
+    if evidence:
+        check.update(severity="info", message=f"{message}; {evidence} ({verified})")
+    else:
+        check.update(
+            severity="warning",
+            message=f"{message}, and no release read up to it loads it ({verified}): check that Ollama "
+            f"{ollama_version} loads {arch!r} before relying on this plan",
+        )
+    checks.append(check)
 
 
 def _resolve_context_length(

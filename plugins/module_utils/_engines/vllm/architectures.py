@@ -14,6 +14,9 @@ Public API:
     architecture; if not, whether a later release adds it (``later``, with the first), an earlier one had
     it (``removed``, with the last), or no release read lists it (``unknown``).
 ``registry_size(release) -> int``: how many architectures the registry of a read release lists.
+``served_class(architectures, version) -> (name, base) | None``: the class of config.json's ``architectures``
+    that the registry of that release serves, as vLLM picks it (``conversions.json``: a class it does not list
+    may be served converted from one it lists, ``base``; ``base`` is None for a listed class).
 """
 
 from __future__ import annotations
@@ -21,13 +24,18 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import parse_vllm_version
 
 ARCHITECTURES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "architectures.json")
 with open(ARCHITECTURES_FILE, encoding="utf-8") as _handle:
     ARCHITECTURE_DATA: Dict[str, Any] = json.load(_handle)
+
+with open(os.path.join(os.path.dirname(ARCHITECTURES_FILE), "conversions.json"), encoding="utf-8") as _handle:
+    CONVERSION_RULES: List[Dict[str, Any]] = sorted(
+        json.load(_handle)["rules"], key=lambda rule: parse_vllm_version(rule["from"])
+    )
 
 READ_RELEASES: Tuple[str, ...] = tuple(sorted(ARCHITECTURE_DATA["releases_read"], key=parse_vllm_version))
 _NUMBERS = [parse_vllm_version(text) for text in READ_RELEASES]
@@ -93,3 +101,40 @@ def support(architecture: str, version: Any) -> ArchitectureSupport:
 
 def registry_size(release: str) -> int:
     return int(ARCHITECTURE_DATA["releases_read"][release]["architectures"])
+
+
+def _conversion_rule(number: Tuple[int, ...]) -> Optional[Dict[str, Any]]:
+    applying = [rule for rule in CONVERSION_RULES if parse_vllm_version(rule["from"]) <= number]
+    return applying[-1] if applying else None
+
+
+def _converted_base(architecture: str, number: Tuple[int, ...], rule: Mapping[str, Any]) -> Optional[str]:
+    """The listed class that the registry converts ``architecture`` (not listed) from, else None."""
+    suffix = next((s for s in rule["match"] if architecture.endswith(s)), None)
+    if suffix is None or suffix in rule.get("not_judged", ()):
+        return None
+    for replacement in rule["bases"]:
+        base = architecture.replace(suffix, replacement)
+        if base != architecture and support(base, number).status == "listed":
+            return base
+    return None
+
+
+def served_class(architectures: Sequence[str], version: Any) -> Optional[Tuple[str, Optional[str]]]:
+    """``(class, base)``: the class of ``architectures`` that vLLM ``version`` serves, with the listed class it
+    converts it from (None when the class is listed itself); None when it serves none of them."""
+    number = version if isinstance(version, tuple) else parse_vllm_version(str(version))
+    listed = [name for name in architectures if support(name, number).status == "listed"]
+    rule = _conversion_rule(number)
+    if rule is None:
+        return (listed[0], None) if listed else None
+    converted = {name: _converted_base(name, number, rule) for name in architectures if name not in listed}
+    if rule["in_order"]:
+        for name in architectures:
+            if name in listed or converted.get(name):
+                return name, converted.get(name)
+        return None
+    if listed:
+        return listed[0], None
+    name = next((n for n in architectures if converted.get(n)), None)
+    return (name, converted[name]) if name else None

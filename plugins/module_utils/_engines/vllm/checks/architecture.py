@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping
+from typing import Any, List, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.architectures import (
     READ_RELEASES,
+    served_class,
     support,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
@@ -26,6 +27,30 @@ def _classes(arch: Mapping[str, Any]) -> List[str]:
     return names or ([first] if first else [])
 
 
+def _served_note(vv: VllmVersion, names: List[str], served: str, base: Optional[str]) -> List[Finding]:
+    """An info note when vLLM serves another class than the first, or converts the class from a listed one."""
+    if base is not None:
+        return [
+            finding_entry(
+                "architecture-unsupported",
+                "info",
+                f"config.json lists {', '.join(names)}: the model registry of vLLM {vv.text} (vllm_version) does "
+                f"not list {served} but converts it from {base}, which it lists (registry.py _normalize_arch), so "
+                f"vLLM serves {served} with {base}'s implementation and the head its name calls for",
+            )
+        ]
+    if served == names[0]:
+        return []
+    return [
+        finding_entry(
+            "architecture-unsupported",
+            "info",
+            f"config.json lists {', '.join(names)}: the model registry of vLLM {vv.text} (vllm_version) lists "
+            f"{served} but not {names[0]}, so vLLM serves the model as {served} (the first class it lists)",
+        )
+    ]
+
+
 def check_architecture(
     vv: VllmVersion, arch: Mapping[str, Any], repo: str = "", model_format: str = ""
 ) -> List[Finding]:
@@ -36,7 +61,8 @@ def check_architecture(
     (vLLM refuses to start: "Model architectures [...] are not supported for now" or "... was supported in
     vLLM until"), naming the release that lists one; a warning when no release read lists any (vLLM then
     tries its Transformers backend with the first class, which the plan cannot verify). A note when the class
-    served is not the first. A GGUF's
+    served is not the first, or is converted from a class it lists (conversions.json: from 0.10.0 a
+    ForSequenceClassification class whose ForCausalLM is listed, from 0.10.1 vLLM's _normalize_arch). A GGUF's
     architecture is llama.cpp's name, mapped by vLLM's GGUF loader: not checked."""
     names = _classes(arch)
     if not names or model_format.lower() == "gguf":
@@ -44,18 +70,9 @@ def check_architecture(
     verdicts = [support(name, vv.number) for name in names]
     if any(v.status == "unread" for v in verdicts):
         return []
-    served = next((v.architecture for v in verdicts if v.status == "listed"), None)
-    if served == names[0]:
-        return []
-    if served is not None:
-        return [
-            finding_entry(
-                "architecture-unsupported",
-                "info",
-                f"config.json lists {', '.join(names)}: the model registry of vLLM {vv.text} (vllm_version) lists "
-                f"{served} but not {names[0]}, so vLLM serves the model as {served} (the first class it lists)",
-            )
-        ]
+    chosen = served_class(names, vv.number)
+    if chosen is not None:
+        return _served_note(vv, names, *chosen)
     model = f"inferops_model {repo}" if repo else "inferops_model"
     what = f"a {names[0]}" if len(names) == 1 else f"one of {', '.join(names)} (config.json architectures)"
     none_listed = "does not list it" if len(names) == 1 else "lists none of them"

@@ -1,4 +1,4 @@
-"""The architecture facts the plan derives from 40 real config.json files of public models (config_cases.yml)."""
+"""The architecture facts the plan derives from 41 real config.json files of public models (config_cases.yml)."""
 
 from __future__ import annotations
 

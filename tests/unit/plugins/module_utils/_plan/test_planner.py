@@ -745,6 +745,24 @@ QWEN3_235B_FP8 = json.loads(
 )
 
 
+CHATGLM3_6B = json.loads(
+    (Path(__file__).resolve().parents[3] / "fixtures" / "model_configs" / "THUDM--chatglm3-6b_config.json").read_text()
+)
+
+
+def test_a_chatglm_checkpoint_plans_with_its_own_key_names():
+    """THUDM/chatglm3-6b names its vocabulary padded_vocab_size and its 2 KV heads multi_query_group_num (vLLM's
+    ChatGLMConfig): the plan read neither (no vocab_size: an error) and would have cached 32 heads a layer."""
+    variables, hardware = example("desktop-5090")
+    variables["inferops_model"] = {"repo": "THUDM/chatglm3-6b", "revision": COMMIT, "config": CHATGLM3_6B}
+    variables["inferops_model"]["weights_bytes"] = 12_487_168_064
+    plan = build_plan(variables, hardware, host="desktop-5090")
+    assert ids(plan, "error") == set()
+    assert plan["model"]["architecture"] == "ChatGLMModel"
+    per_token = plan["memory"]["kv_cache_gib"] * 2**30 / plan["memory"]["kv_cache_tokens"]
+    assert per_token == pytest.approx(28 * 2 * 2 * 128 * 2, rel=1e-3)  # layers x K,V x heads x head dim x 2 bytes
+
+
 def test_a_pinned_tensor_parallel_size_is_a_constraint_within_the_host():
     """4x RTX PRO 6000 with vllm_tensor_parallel_size 4: TP=4 PP=1 on the four GPUs, not TP=4 x an automatic PP."""
     variables = {

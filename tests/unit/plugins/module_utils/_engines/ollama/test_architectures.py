@@ -52,6 +52,23 @@ def test_finding(case):
     assert repr(case["architecture"]) in error["message"] and f"Ollama {case['version']}" in error["message"]
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_an_unread_release_is_never_passed_in_silence(case):
+    found = resolve_ollama_settings(case["version"], dict(SHAPE, architecture=case["architecture"]), RTX_3090).checks
+    notes = [c for c in found if c["id"] == "ollama-arch-unverified"]
+    if case["status"] != "unread":
+        assert notes == []
+        return
+    (note,) = notes
+    assert (note["severity"], note["variable"]) == (case["unverified"], "ollama_version")
+    assert repr(case["architecture"]) in note["message"] and f"Ollama {case['version']}" in note["message"]
+    assert f"verified up to {architectures.NEWEST_READ}" in note["message"]
+    tag = architectures.llama_cpp_tag(case["release"])
+    assert (f"llama.cpp {tag}" if tag else f"Ollama {case['release']}") in note["message"]
+    if case.get("passing"):
+        assert f"Ollama {case['passing']}, a release read, loads it" in note["message"]
+
+
 def test_a_removed_name_names_the_last_release_that_loads_it(monkeypatch):
     data = {
         "releases": {

@@ -80,7 +80,10 @@ def test_vllm_serves_the_first_class_its_registry_lists(case):
     (finding,) = found
     assert finding["id"] == "architecture-unsupported" and finding["severity"] == case["severity"]
     assert names[0] in finding["message"] and "vllm_version" in finding["message"]
-    if case["severity"] == "info":
+    if case["severity"] == "info" and case.get("converted"):
+        assert f"does not list {names[0]} but converts it from {case['converted']}" in finding["message"]
+        assert support(case["converted"], case["version"]).status == "listed"
+    elif case["severity"] == "info":
         assert f"serves the model as {case['served']}" in finding["message"]
     elif case["severity"] == "error":
         assert (finding["variable"], finding["suggested"]) == ("vllm_version", case["passing"])
