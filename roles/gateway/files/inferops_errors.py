@@ -1,6 +1,23 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""LiteLLM callback of inferops.llm.gateway: a model whose engines are down is answered 503, at once.
+"""LiteLLM callback of inferops.llm.gateway: 503 when no engine serves, drained engines, whole text chunks.
+
+Three jobs, each a CustomLogger hook of LiteLLM 1.109.1:
+
+- ``async_post_call_failure_hook``: a model whose engines are down is answered 503, at once (below).
+- ``async_filter_deployments``: the router's pre-call filter drops the deployments of an engine host that a
+  rolling change has drained: a file named after the host (its inventory name, the part after "@" of the
+  deployment's model_info id, "<model>@<host>") in DRAIN_DIR (root's /run/inferops-drain, written by the
+  vllm role's restart path, docs/rollback.md). No new request reaches that engine; the ones it runs finish.
+  When draining would leave no replica while LiteLLM's own health state or cool-down (both at most one
+  health-check interval old) excluded the others, the others come back: a replica put back after its gate
+  may still be marked down from its restart, and the next drained host must not leave the model empty.
+  With every replica drained, the request fails at once with 503 ("drained").
+- ``async_post_call_streaming_iterator_hook``: a streamed legacy ``/v1/completions`` ends with a chunk whose
+  ``text`` is a string. LiteLLM 1.109.1 rebuilds text-completion chunks from chat deltas
+  (TextCompletionStreamWrapper.convert_to_text_completion_object: ``text = delta["content"]``), and the
+  finish chunk that its CustomStreamWrapper adds has no content: the client got ``{"finish_reason":
+  "length", "index": 0}`` without ``text`` (the OpenAI SDK gives ``None``). No LiteLLM setting changes that.
 
 Loaded by the proxy (litellm_settings.callbacks: inferops_errors.proxy_handler_instance). LiteLLM 1.109.1
 answers a refused connection to a vLLM engine with 500: an InternalServerError ("Hosted_vllmException -
@@ -15,7 +32,9 @@ client (LiteLLM's CustomLogger). Messages name the model and the cause, never a 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import logging
+import os
+from typing import Any, Iterable, Optional
 
 try:
     from fastapi import HTTPException
@@ -35,6 +54,7 @@ UNAVAILABLE = {
     "ServiceUnavailableError": "the engine answered 503",
     "RouterRateLimitError": "every replica failed recently and rests (cool-down)",
     "RouterRateLimitErrorBasic": "every replica failed recently and rests (cool-down)",
+    "Drained": "every engine of it is drained for a change (rolling upgrade); it is put back once it passes its checks",
 }
 # What LiteLLM's InternalServerError says when it wraps a refused connection without chaining it.
 REFUSED_TEXT = ("Cannot connect to host", "Connect call failed", "Connection refused")
@@ -59,7 +79,101 @@ def message(model: str, why: str) -> str:
     return f"No engine serves model {model!r} right now: {why}. Try again shortly."
 
 
+# The drain directory: one file per drained engine host, named after its inventory name. Root's (the vllm role
+# creates it mode 0755 on the gateway host and writes the files); /run, so a reboot of the gateway forgets it.
+# roles/vllm/vars/main.yml (_vllm_drain_dir) names the same path; a unit test keeps the two equal.
+DRAIN_DIR = os.environ.get("INFEROPS_GATEWAY_DRAIN_DIR", "/run/inferops-drain")
+LOG = logging.getLogger("inferops.gateway")
+
+
+class Drained(Exception):
+    """Every deployment of the model belongs to a drained engine host."""
+
+
+def drained_hosts(directory: str = DRAIN_DIR) -> frozenset:
+    """The engine hosts drained now: the names of the regular files in ``directory`` (none when it is missing)."""
+    try:
+        with os.scandir(directory) as entries:
+            return frozenset(entry.name for entry in entries if entry.is_file() and not entry.name.startswith("."))
+    except FileNotFoundError:
+        return frozenset()
+    except OSError as error:  # unreadable: route as if nothing were drained, and say so
+        LOG.warning("inferops: cannot read the drain directory %s: %s", directory, error)
+        return frozenset()
+
+
+def deployment_host(deployment: Any) -> Optional[str]:
+    """The engine host of a deployment: what follows the last "@" of its model_info id ("<model>@<host>")."""
+    ident = ((deployment or {}).get("model_info") or {}).get("id")
+    if isinstance(ident, str) and "@" in ident:
+        return ident.rsplit("@", 1)[1]
+    return None
+
+
+def undrained(deployments: Iterable[Any], drained: frozenset) -> list:
+    return [deployment for deployment in deployments if deployment_host(deployment) not in drained]
+
+
+def route(model: str, healthy: list, everyone: Any, drained: frozenset) -> list:
+    """The deployments a request may go to: ``healthy`` (LiteLLM's candidates) less the drained hosts.
+
+    ``everyone`` (a callable giving every deployment of the model) is asked only when draining removed the
+    last candidate: the others are then taken back whatever LiteLLM's health state or cool-down says.
+    Raises Drained when every deployment of the model is drained.
+    """
+    if not drained:
+        return healthy
+    kept = undrained(healthy, drained)
+    if kept or len(kept) == len(healthy):
+        return kept
+    kept = undrained(everyone(), drained)
+    if kept:
+        return kept
+    raise Drained(f"every engine of model {model!r} is drained: {', '.join(sorted(drained))}")
+
+
+def _all_deployments(model: str) -> list:
+    try:
+        from litellm.proxy.proxy_server import llm_router
+
+        return list(llm_router.registry().deployments(model, source="all") or [])
+    except Exception as error:
+        LOG.warning("inferops: cannot list the deployments of %s: %s", model, error)
+        return []
+
+
+def _field(item: Any, key: str) -> Any:
+    return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
+
+
+def well_formed(chunk: Any) -> Any:
+    """A text-completion chunk whose choices all have a string ``text`` ("" where LiteLLM left None)."""
+    if _field(chunk, "object") != "text_completion":
+        return chunk
+    for choice in _field(chunk, "choices") or []:
+        if not isinstance(_field(choice, "text"), str):
+            if isinstance(choice, dict):
+                choice["text"] = ""
+            else:
+                choice.text = ""
+    return chunk
+
+
 class InferopsErrors(CustomLogger):  # type: ignore[misc, valid-type]
+    async def async_filter_deployments(
+        self,
+        model: str,
+        healthy_deployments: list,
+        messages: Any,
+        request_kwargs: Optional[dict] = None,
+        parent_otel_span: Any = None,
+    ) -> list:
+        return route(model, healthy_deployments, lambda: _all_deployments(model), drained_hosts(DRAIN_DIR))
+
+    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any, request_data: dict):
+        async for chunk in response:
+            yield well_formed(chunk)
+
     async def async_post_call_failure_hook(
         self, request_data: dict, original_exception: Exception, user_api_key_dict: Any, traceback_str: Any = None
     ):

@@ -1,15 +1,21 @@
-"""The gateway's routing config: no back-off retry for a model with one replica, the 503 hook registered.
+"""The gateway's routing config and its callback: no back-off retry for one replica, 503, drain, text chunks.
 
-LiteLLM's config rendered from the role's own vars/main.yml (unit_render.py); the hook's classification
-(roles/gateway/files/inferops_errors.py) read without LiteLLM.
+LiteLLM's config rendered from the role's own vars/main.yml (unit_render.py); the callback
+(roles/gateway/files/inferops_errors.py) read without LiteLLM: its 503 classification, its drain filter
+(case table gateway_drain_cases.yml) and its repair of streamed text-completion chunks, on plain dicts and
+objects. The same callback in the real LiteLLM 1.109.1 proxy: the gateway Molecule scenario (verify.yml).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import yaml
 from unit_render import ROOT, render_all
 
 
@@ -108,3 +114,93 @@ def test_which_errors_become_503(error, why):
 
 def test_the_message_names_the_model():
     assert hook.message("tiny/model", "x") == "No engine serves model 'tiny/model' right now: x. Try again shortly."
+
+
+DRAIN_CASES = yaml.safe_load((Path(__file__).parent / "gateway_drain_cases.yml").read_text(encoding="utf-8"))
+
+
+def deployments(ids):
+    return [{"model_name": ident.rsplit("@", 1)[0], "model_info": {"id": ident}} for ident in ids]
+
+
+@pytest.mark.parametrize("case", DRAIN_CASES["route"], ids=lambda case: case["name"])
+def test_drained_hosts_get_no_request(case):
+    asked = []
+
+    def everyone():
+        asked.append(True)
+        return deployments(case["everyone"])
+
+    args = ("m", deployments(case["healthy"]), everyone, frozenset(case["drained"]))
+    if case["route"] == "Drained":
+        with pytest.raises(hook.Drained, match="is drained"):
+            hook.route(*args)
+        assert hook.unavailable(hook.Drained("x")).startswith("every engine of it is drained")
+        return
+    assert [d["model_info"]["id"] for d in hook.route(*args)] == case["route"]
+    # Every deployment is asked for only when draining emptied LiteLLM's candidates.
+    assert bool(asked) == (
+        bool(case["healthy"]) and not hook.undrained(deployments(case["healthy"]), frozenset(case["drained"]))
+    )
+
+
+def test_the_drain_directory_holds_one_file_per_drained_host(tmp_path):
+    assert hook.drained_hosts(str(tmp_path / "missing")) == frozenset()
+    (tmp_path / "gpu-1").write_text("drained\n")
+    (tmp_path / ".gpu-2.tmp").write_text("")  # a file being written by a copy is not a host yet
+    (tmp_path / "subdir").mkdir()
+    assert hook.drained_hosts(str(tmp_path)) == frozenset({"gpu-1"})
+
+
+def test_the_filter_hook_reads_the_drain_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(hook, "DRAIN_DIR", str(tmp_path))
+    (tmp_path / "b").write_text("")
+    kept = asyncio.run(hook.InferopsErrors().async_filter_deployments("m", deployments(["m@a", "m@b"]), messages=None))
+    assert [d["model_info"]["id"] for d in kept] == ["m@a"]
+
+
+def test_the_callback_and_the_vllm_role_name_the_same_drain_directory():
+    vllm_vars = yaml.safe_load((ROOT / "roles/vllm/vars/main.yml").read_text(encoding="utf-8"))
+    assert vllm_vars["_vllm_drain_dir"] == "/run/inferops-drain"
+    spec = importlib.util.spec_from_file_location(
+        "inferops_errors_default", ROOT / "roles/gateway/files/inferops_errors.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("INFEROPS_GATEWAY_DRAIN_DIR", raising=False)
+        spec.loader.exec_module(module)
+    assert vllm_vars["_vllm_drain_dir"] == module.DRAIN_DIR
+
+
+# What LiteLLM 1.109.1's TextCompletionStreamWrapper yields for vLLM's stream of "port 8101" (measured through its
+# proxy): token chunks, then a finish chunk whose text is None (its CustomStreamWrapper's finish chunk has no content).
+def text_chunk(text, finish_reason=None):
+    return {"object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}]}
+
+
+def test_every_streamed_text_completion_chunk_has_a_string_text():
+    chunks = [text_chunk("port"), text_chunk(" "), text_chunk("8101"), text_chunk(None, "length")]
+    chunks.append({"object": "text_completion", "choices": [], "usage": {"total_tokens": 4}})
+
+    async def stream():
+        for chunk in chunks:
+            yield chunk
+
+    async def collect():
+        generator = hook.InferopsErrors().async_post_call_streaming_iterator_hook(None, stream(), {})
+        return [chunk async for chunk in generator]
+
+    out = asyncio.run(collect())
+    assert [[choice["text"] for choice in chunk["choices"]] for chunk in out] == [["port"], [" "], ["8101"], [""], []]
+    assert out[3]["choices"][0]["finish_reason"] == "length"
+
+
+def test_objects_are_mended_and_chat_chunks_left_alone():
+    choice = SimpleNamespace(index=0, text=None, finish_reason="stop")
+    assert hook.well_formed(SimpleNamespace(object="text_completion", choices=[choice])).choices[0].text == ""
+    chat = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": None}}]}
+    assert hook.well_formed(chat) == {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": None}}],
+    }
+    assert hook.well_formed("data: [DONE]") == "data: [DONE]"
