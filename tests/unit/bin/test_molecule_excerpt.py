@@ -25,3 +25,14 @@ def test_excerpt_names_the_failure(case: dict, tmp_path: Path) -> None:
     for text in case["hides"]:
         assert text not in out
     assert len(out.splitlines()) <= 31
+
+
+@pytest.mark.parametrize("path", ["", "missing.log"])
+def test_a_job_without_a_log_gets_an_excerpt_not_a_traceback(path: str, tmp_path: Path) -> None:
+    # run-stages asks for an excerpt of every failed job, also of one that failed before it wrote a log
+    # (a failed input); an empty path is the current directory.
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), path], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
