@@ -158,7 +158,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "requirements": {"type": "list", "elements": "str", "required": True},
     "overrides": {"type": "list", "elements": "str", "default": []},
     "excludes": {"type": "list", "elements": "str", "default": []},
-    "index_url": {"type": "str", "default": ""},
+    "index_url": {"type": "str", "default": "", "no_log": True},
     "find_links": {"type": "list", "elements": "str", "default": []},
     "local_find_links": {"type": "list", "elements": "str"},
     "python": {"type": "str", "required": True},
@@ -168,8 +168,8 @@ ARGUMENT_SPEC: Dict[str, Any] = {
 
 
 def find_uv(configured: str = "") -> Optional[str]:
-    if configured:
-        return configured
+    if configured:  # a path that is not an executable is no uv: the caller says what is missing
+        return configured if os.access(configured, os.X_OK) else None
     try:
         import uv  # type: ignore[import-not-found]  # pylint: disable=import-outside-toplevel
 
