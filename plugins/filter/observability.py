@@ -1,7 +1,7 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names,
-alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside this file)."""
+"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, node_exporter_listen,
+promql_metric_names, alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside this file)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,19 @@ def scrape_targets(hosts: t.Any) -> dict[str, t.Any]:
         raise AnsibleFilterError(f"scrape_targets: {error}") from error
 
 
+def node_exporter_listen(
+    host: t.Any, listen: t.Any, address: t.Any, monitoring_hosts: t.Any, port: t.Any = 9100, password_set: t.Any = False
+) -> dict[str, t.Any]:
+    """Where node exporter listens and is scraped, and why it may not listen there (``error``, '' if it may)."""
+    if isinstance(monitoring_hosts, str) or not isinstance(monitoring_hosts, (list, tuple)):
+        raise AnsibleFilterError("node_exporter_listen: monitoring_hosts must be a list of inventory hosts")
+    try:
+        found = scrape.node_exporter_listen(str(host), str(listen or ""), str(address or ""), list(monitoring_hosts), port)
+    except scrape.ScrapeError as error:
+        raise AnsibleFilterError(f"node_exporter_listen: {error}") from error
+    return {**found, "error": scrape.node_exporter_auth_error(str(host), found, bool(password_set))}
+
+
 def promql_metric_names(expr: t.Any) -> list[str]:
     """Metric names a PromQL expression reads."""
     return scrape.metric_names_in(str(expr))
@@ -70,6 +83,7 @@ class FilterModule:
             "plan_metrics": plan_metrics,
             "converge_metrics": converge_metrics,
             "scrape_targets": scrape_targets,
+            "node_exporter_listen": node_exporter_listen,
             "promql_metric_names": promql_metric_names,
             "alertmanager_config": alertmanager_config,
             "alertmanager_config_errors": alertmanager_config_errors,
