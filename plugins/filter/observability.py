@@ -34,12 +34,12 @@ def converge_metrics(now: t.Any) -> str:
         raise AnsibleFilterError(f"converge_metrics: {now!r} is not a time in seconds") from error
 
 
-def scrape_targets(hosts: t.Any) -> dict[str, t.Any]:
+def scrape_targets(hosts: t.Any, scraper: t.Any = "") -> dict[str, t.Any]:
     """file_sd target groups per job for the inference hosts of an inventory."""
     if not isinstance(hosts, Mapping):
         raise AnsibleFilterError("scrape_targets: hosts must be a mapping of inventory host to its facts")
     try:
-        return scrape.scrape_targets(_plain(hosts))
+        return scrape.scrape_targets(_plain(hosts), str(scraper or ""))
     except scrape.ScrapeError as error:
         raise AnsibleFilterError(f"scrape_targets: {error}") from error
 

@@ -59,8 +59,8 @@ def node_exporter_listen(
     host: str, listen: str, address: str, monitoring_hosts: Sequence[str], port: Any = 9100
 ) -> Dict[str, Any]:
     """Where node exporter listens: ``node_metrics_listen_address`` when set; else loopback when the host's
-    own Prometheus is the only one that scrapes it (``monitoring_hosts`` is just ``host``); else ``address``,
-    the address the monitoring hosts scrape it at.
+    own Prometheus is the only one that scrapes it (``monitoring_hosts`` is just ``host``) or none does
+    (``monitoring_hosts`` is empty); else ``address``, the address the monitoring hosts scrape it at.
 
     Returns ``address`` (to listen on), ``socket`` (``--web.listen-address``), ``loopback`` (whether only
     the host itself reaches it) and ``target`` (the address its scraper connects to).
@@ -69,7 +69,7 @@ def node_exporter_listen(
     scrape_at = str(address or host)
     if listen:
         bind = str(listen)
-    elif list(monitoring_hosts or []) == [host]:
+    elif list(monitoring_hosts or []) in ([], [host]):
         bind = NODE_EXPORTER_LOCAL_LISTEN
     else:
         bind = scrape_at
@@ -91,14 +91,16 @@ def node_exporter_auth_error(host: str, listen: Mapping[str, Any], password_set:
     )
 
 
-def scrape_targets(hosts: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+def scrape_targets(hosts: Mapping[str, Mapping[str, Any]], scraper: str = "") -> Dict[str, Any]:
     """file_sd groups per job: ``node``, ``dcgm``, ``vllm`` (hosts without a key), ``vllm_keyed`` (one each),
     and ``files``: name and groups of each job's file_sd file.
 
     hosts: inventory host -> {engine, address, model, vllm_port, api_key (bool: one is set),
     node_exporter (bool), node_exporter_port, node_exporter_listen (node_metrics_listen_address),
     node_exporter_user, node_exporter_password (bool: one is set), monitoring_hosts (the hosts whose
-    Prometheus scrapes it), dcgm_exporter (bool), dcgm_exporter_port}.
+    Prometheus scrapes it), dcgm_exporter (bool), dcgm_exporter_port}. scraper: the inventory host whose
+    Prometheus these targets are for (the monitoring role's host); a node exporter of another host on
+    loopback is refused there, since it cannot reach it.
     """
     jobs: Dict[str, Any] = {"node": [], "node_keyed": [], "dcgm": [], "vllm": [], "vllm_keyed": []}
     for host in sorted(hosts):
@@ -117,6 +119,13 @@ def scrape_targets(hosts: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
                 spec.get("node_exporter_port", 9100),
             )  # fmt: skip
             error = node_exporter_auth_error(host, listen, bool(spec.get("node_exporter_password")))
+            if not error and scraper and listen["loopback"] and scraper != host:
+                error = (
+                    f"{host}: node exporter listens on {listen['address']} (loopback), which {scraper} cannot "
+                    f"reach: add {scraper} to {host}'s node_metrics_monitoring_hosts (default: the group "
+                    "monitoring), or set its node_metrics_listen_address to an address that host reaches "
+                    "(with node_metrics_basic_auth_password)"
+                )
             if error:
                 raise ScrapeError(error)
             group = {"targets": [listen["target"]], "labels": dict(labels)}

@@ -34,7 +34,7 @@ def monitoring_vars(case):
     host = {key: value for key, value in node_vars(case).items() if key not in ("groups", "inventory_hostname")}
     host.setdefault("inferops_engine", "vllm")
     return {
-        "inventory_hostname": "prom1", "groups": case["vars"]["groups"], "monitoring_hosts": [case["host"]],
+        "inventory_hostname": case["vars"]["groups"]["monitoring"][0], "groups": case["vars"]["groups"], "monitoring_hosts": [case["host"]],
         "hostvars": {case["host"]: host},
     }  # fmt: skip
 

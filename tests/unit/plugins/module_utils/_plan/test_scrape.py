@@ -78,6 +78,17 @@ def test_dcgm_only_where_the_inventory_says_it_is_installed():
     ]
 
 
+@pytest.mark.parametrize("case", LISTEN_CASES["unreachable"], ids=[case["name"] for case in LISTEN_CASES["unreachable"]])
+def test_a_loopback_node_exporter_of_another_host_is_refused_to_its_scraper(case):
+    with pytest.raises(scrape.ScrapeError) as raised:
+        scrape.scrape_targets({case["host"]: case["spec"]}, scraper=case["scraper"])
+    assert case["host"] in str(raised.value) and "node_metrics_monitoring_hosts" in str(raised.value)
+    # Its own Prometheus reaches it.
+    assert scrape.scrape_targets({case["host"]: case["spec"]}, scraper=case["host"])["node"][0]["targets"] == [
+        "127.0.0.1:9100"
+    ]
+
+
 def test_the_password_is_not_an_input_and_never_in_the_jobs():
     jobs = scrape.scrape_targets({"a": {"engine": "vllm", "node_exporter_password": "s3cret-node-pw"}})
     assert "s3cret-node-pw" not in repr(jobs)
