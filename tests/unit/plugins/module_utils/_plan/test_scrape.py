@@ -13,9 +13,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan import scrape
 HOSTS = {
     "gpu-a": {
         "engine": "vllm", "address": "10.0.0.5", "model": "Qwen/Qwen3-8B", "vllm_port": 8001,
-        "node_exporter_password": True,
+        "node_exporter_password": True, "monitoring_hosts": ["prom1"],
     },
-    "gpu-b": {"engine": "vllm", "address": "fd00::7", "api_key": True, "dcgm_exporter": True, "node_exporter_password": True},
+    "gpu-b": {
+        "engine": "vllm", "address": "fd00::7", "api_key": True, "dcgm_exporter": True, "node_exporter_password": True,
+        "monitoring_hosts": ["prom1"],
+    },
     "cpu-ollama": {
         "engine": "ollama", "address": "10.0.0.9", "node_exporter_port": 9101, "monitoring_hosts": ["cpu-ollama"],
     },
