@@ -8,7 +8,15 @@ is made by ansible.builtin.password_hash as on the controller. Cases: node_expor
 
 from __future__ import annotations
 
+import base64
+import os
 import shlex
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 
@@ -122,3 +130,46 @@ def test_beyond_loopback_without_the_password_is_refused_naming_the_variable(ind
     assert "not loopback" in error
     scrape = RENDERED[f"refused-scrape-{index}"]
     assert "error" in scrape and "node_metrics_basic_auth_password" in scrape["error"], scrape
+
+
+NODE_EXPORTER = os.environ.get("INFEROPS_NODE_EXPORTER") or shutil.which("prometheus-node-exporter")
+
+
+@pytest.mark.skipif(NODE_EXPORTER is None, reason="no node exporter (Debian's prometheus-node-exporter, or INFEROPS_NODE_EXPORTER)")
+def test_a_real_node_exporter_takes_the_web_config_and_refuses_a_request_without_the_password(tmp_path):
+    index = next(i for i, case in enumerate(CASES) if case["web_config"])
+    (tmp_path / "web.yml").write_text(text(f"web-{index}"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", f"--web.config.file={tmp_path / 'web.yml'}",
+         "--collector.disable-defaults", "--collector.textfile", f"--collector.textfile.directory={tmp_path}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/metrics"
+    user = CASES[index]["vars"].get("node_metrics_basic_auth_user", "prometheus")
+
+    def status(password=None):
+        request = urllib.request.Request(url)
+        if password is not None:
+            request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert status() == 401
+        assert status("not-the-password") == 401
+        assert status(PASSWORD) == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
