@@ -1,7 +1,8 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
 """The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, node_exporter_listen,
-promql_metric_names, alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside this file)."""
+promql_metric_names, alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside
+this file)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,9 @@ def node_exporter_listen(
     if isinstance(monitoring_hosts, str) or not isinstance(monitoring_hosts, (list, tuple)):
         raise AnsibleFilterError("node_exporter_listen: monitoring_hosts must be a list of inventory hosts")
     try:
-        found = scrape.node_exporter_listen(str(host), str(listen or ""), str(address or ""), list(monitoring_hosts), port)
+        found = scrape.node_exporter_listen(
+            str(host), str(listen or ""), str(address or ""), list(monitoring_hosts), port
+        )
     except scrape.ScrapeError as error:
         raise AnsibleFilterError(f"node_exporter_listen: {error}") from error
     return {**found, "error": scrape.node_exporter_auth_error(str(host), found, bool(password_set))}

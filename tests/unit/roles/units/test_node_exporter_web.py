@@ -42,8 +42,9 @@ def monitoring_vars(case):
     host = {key: value for key, value in node_vars(case).items() if key not in ("groups", "inventory_hostname")}
     host.setdefault("inferops_engine", "vllm")
     return {
-        "inventory_hostname": case["vars"]["groups"]["monitoring"][0], "groups": case["vars"]["groups"], "monitoring_hosts": [case["host"]],
-        "hostvars": {case["host"]: host},
+        # The role runs on the first monitoring host.
+        "inventory_hostname": case["vars"]["groups"]["monitoring"][0], "groups": case["vars"]["groups"],
+        "monitoring_hosts": [case["host"]], "hostvars": {case["host"]: host},
     }  # fmt: skip
 
 
@@ -135,7 +136,9 @@ def test_beyond_loopback_without_the_password_is_refused_naming_the_variable(ind
 NODE_EXPORTER = os.environ.get("INFEROPS_NODE_EXPORTER") or shutil.which("prometheus-node-exporter")
 
 
-@pytest.mark.skipif(NODE_EXPORTER is None, reason="no node exporter (Debian's prometheus-node-exporter, or INFEROPS_NODE_EXPORTER)")
+@pytest.mark.skipif(
+    NODE_EXPORTER is None, reason="no node exporter (Debian's prometheus-node-exporter, or INFEROPS_NODE_EXPORTER)"
+)
 def test_a_real_node_exporter_takes_the_web_config_and_refuses_a_request_without_the_password(tmp_path):
     index = next(i for i, case in enumerate(CASES) if case["web_config"])
     (tmp_path / "web.yml").write_text(text(f"web-{index}"))

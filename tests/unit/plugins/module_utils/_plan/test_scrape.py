@@ -35,13 +35,21 @@ def test_node_exporter_on_every_inference_host_only():
         ("node_gpu_a", "prometheus", ["10.0.0.5:9100"]),
         ("node_gpu_b", "prometheus", ["[fd00::7]:9100"]),
     ]
-    assert [entry["name"] for entry in jobs["files"]] == ["node", "dcgm", "vllm", "node_gpu_a", "node_gpu_b", "vllm_gpu_b"]
+    assert [entry["name"] for entry in jobs["files"]] == [
+        "node",
+        "dcgm",
+        "vllm",
+        "node_gpu_a",
+        "node_gpu_b",
+        "vllm_gpu_b",
+    ]
 
 
 @pytest.mark.parametrize("case", LISTEN_CASES["listen"], ids=[case["name"] for case in LISTEN_CASES["listen"]])
 def test_where_node_exporter_listens_and_is_scraped(case):
     found = scrape.node_exporter_listen(
-        case["host"], case.get("listen", ""), case.get("address", ""), case.get("monitoring_hosts", []), case.get("port", 9100)
+        case["host"], case.get("listen", ""), case.get("address", ""), case.get("monitoring_hosts", []),
+        case.get("port", 9100),
     )  # fmt: skip
     assert found == case["expected"]
     error = scrape.node_exporter_auth_error(case["host"], found, password_set=False)
@@ -81,7 +89,9 @@ def test_dcgm_only_where_the_inventory_says_it_is_installed():
     ]
 
 
-@pytest.mark.parametrize("case", LISTEN_CASES["unreachable"], ids=[case["name"] for case in LISTEN_CASES["unreachable"]])
+@pytest.mark.parametrize(
+    "case", LISTEN_CASES["unreachable"], ids=[case["name"] for case in LISTEN_CASES["unreachable"]]
+)
 def test_a_loopback_node_exporter_of_another_host_is_refused_to_its_scraper(case):
     with pytest.raises(scrape.ScrapeError) as raised:
         scrape.scrape_targets({case["host"]: case["spec"]}, scraper=case["scraper"])
