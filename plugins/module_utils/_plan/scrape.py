@@ -24,7 +24,7 @@ import re
 from typing import Any, Dict, List, Mapping, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.facts import ENGINES
-from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import _is_loopback as is_loopback
+from ansible_collections.inferops.llm.plugins.module_utils._plan.gateway import is_loopback
 
 # Where a node exporter whose only Prometheus is its own host's listens when the inventory names no address.
 NODE_EXPORTER_LOCAL_LISTEN = "127.0.0.1"
