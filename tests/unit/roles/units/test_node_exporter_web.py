@@ -164,7 +164,7 @@ def test_a_real_node_exporter_takes_the_web_config_and_refuses_a_request_without
             return error.code
 
     try:
-        for _ in range(100):
+        for _attempt in range(100):
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
