@@ -1,7 +1,8 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, promql_metric_names,
-alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside this file)."""
+"""The inferops.llm observability filters: plan_metrics, converge_metrics, scrape_targets, node_exporter_listen,
+promql_metric_names, alertmanager_config, alertmanager_config_errors (each documented in <name>.yml beside
+this file)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,29 @@ def converge_metrics(now: t.Any) -> str:
         raise AnsibleFilterError(f"converge_metrics: {now!r} is not a time in seconds") from error
 
 
-def scrape_targets(hosts: t.Any) -> dict[str, t.Any]:
+def scrape_targets(hosts: t.Any, scraper: t.Any = "") -> dict[str, t.Any]:
     """file_sd target groups per job for the inference hosts of an inventory."""
     if not isinstance(hosts, Mapping):
         raise AnsibleFilterError("scrape_targets: hosts must be a mapping of inventory host to its facts")
     try:
-        return scrape.scrape_targets(_plain(hosts))
+        return scrape.scrape_targets(_plain(hosts), str(scraper or ""))
     except scrape.ScrapeError as error:
         raise AnsibleFilterError(f"scrape_targets: {error}") from error
+
+
+def node_exporter_listen(
+    host: t.Any, listen: t.Any, address: t.Any, monitoring_hosts: t.Any, port: t.Any = 9100, password_set: t.Any = False
+) -> dict[str, t.Any]:
+    """Where node exporter listens and is scraped, and why it may not listen there (``error``, '' if it may)."""
+    if isinstance(monitoring_hosts, str) or not isinstance(monitoring_hosts, (list, tuple)):
+        raise AnsibleFilterError("node_exporter_listen: monitoring_hosts must be a list of inventory hosts")
+    try:
+        found = scrape.node_exporter_listen(
+            str(host), str(listen or ""), str(address or ""), list(monitoring_hosts), port
+        )
+    except scrape.ScrapeError as error:
+        raise AnsibleFilterError(f"node_exporter_listen: {error}") from error
+    return {**found, "error": scrape.node_exporter_auth_error(str(host), found, bool(password_set))}
 
 
 def promql_metric_names(expr: t.Any) -> list[str]:
@@ -70,6 +86,7 @@ class FilterModule:
             "plan_metrics": plan_metrics,
             "converge_metrics": converge_metrics,
             "scrape_targets": scrape_targets,
+            "node_exporter_listen": node_exporter_listen,
             "promql_metric_names": promql_metric_names,
             "alertmanager_config": alertmanager_config,
             "alertmanager_config_errors": alertmanager_config_errors,

@@ -409,7 +409,7 @@ ENDPOINT_VARIABLES = (
 _DEFAULT_LISTEN = "127.0.0.1"
 
 
-def _is_loopback(address: str) -> bool:
+def is_loopback(address: str) -> bool:
     """localhost, 127.0.0.0/8 or ::1 (bracketed as ollama_host writes it); a host name is not loopback."""
     if address == "localhost":
         return True
@@ -500,7 +500,7 @@ def plan_fleet_gateway(
     for host, endpoint in usable.items():
         facts = ENGINES.get(str(plans[host].get("engine")))
         variable = facts.listen_variable if facts else None
-        if host == gateway_host or host not in routed or variable is None or not _is_loopback(endpoint[variable]):
+        if host == gateway_host or host not in routed or variable is None or not is_loopback(endpoint[variable]):
             continue
         gateway["checks"].append(
             finding_entry(
