@@ -98,9 +98,9 @@ COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils
 compat: venv ## the unit tests that run through ansible-core, again under the oldest supported core (COMPAT_CORES)
 	@for core in $(COMPAT_CORES); do \
 	  env=$(VENV)-core-$$core; \
-	  test -x $$env/bin/ansible-playbook || { $(UV) venv --quiet --python $(PYTHON) $$env && \
-	    $(UV) pip install --quiet --python $$env/bin/python ansible-core==$$core \
-	      $$(grep -E '^(pytest|pyyaml|jmespath)==' tests/requirements-dev.txt); }; \
+	  test -x $$env/bin/python || $(UV) venv --quiet --python $(PYTHON) $$env; \
+	  $(UV) pip install --quiet --python $$env/bin/python ansible-core==$$core -r tests/requirements-compat.txt \
+	    $$(grep -E '^(pytest|pyyaml|jmespath)==' tests/requirements-dev.txt); \
 	  echo "== unit tests with ansible-core $$core"; \
 	  PATH=$$env/bin:$$PATH PYTHONPATH=$(COLLECTIONS) $$env/bin/pytest -q $(COMPAT_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
