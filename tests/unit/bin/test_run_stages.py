@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,39 @@ def test_a_failed_input_fails_its_dependants_without_running_them(run_stages, tm
     assert runner.next_job() is None
     assert scenario.status == "FAILED"
     assert "images failed" in (tmp_path / "slow.log").read_text()
+
+
+class FakeWatch:
+    """A DiskWatch's figures without sampling: 50 GiB free at the start."""
+
+    def __init__(self, lowest_gib: float) -> None:
+        self.start_free = 50 * 2**30
+        self.lowest_free = int(lowest_gib * 2**30)
+        self.peak_gib = 50 - lowest_gib
+
+
+@pytest.mark.parametrize(
+    ("budget", "lowest_gib", "verdict", "says"),
+    [
+        ("disk_gib: 30\n", 25, 0, "use rose by 25.0 GiB at its peak (free at the start 50.0 GiB, lowest 25.0 GiB)"),
+        ("disk_gib: 20\n", 25, 1, "over the budget of 20 GiB"),
+        ("total: 3600\n", 1, 0, "use rose by 49.0 GiB"),
+    ],
+    ids=["within the budget", "over the budget", "no disk budget: printed only"],
+)
+def test_the_disk_peak_is_printed_and_checked_against_disk_gib(
+    run_stages, tmp_path, capsys, budget, lowest_gib, verdict, says
+):
+    budget_file = tmp_path / "time-budget.yml"
+    budget_file.write_text(budget)
+    assert run_stages.check_disk(FakeWatch(lowest_gib), budget_file) == verdict
+    assert says in capsys.readouterr().out
+
+
+def test_the_disk_watch_samples_the_lowest_free_space(run_stages, tmp_path, monkeypatch):
+    frees = iter([40, 30, 35] + [38] * 1000)
+    monkeypatch.setattr(run_stages.DiskWatch, "free", lambda self: next(frees) * 2**30)
+    with run_stages.DiskWatch(tmp_path, every=0.01) as watch:
+        time.sleep(0.2)
+    assert watch.start_free == 40 * 2**30
+    assert watch.peak_gib == 10
