@@ -28,6 +28,7 @@ import yaml
 
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.gpu_specs import gpu_spec
 from ansible_collections.inferops.llm.plugins.module_utils._plan import performance as model
+from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import gpus_from_facts
 
 Loader = Callable[[], Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Dict[str, Any]]]
 
@@ -133,6 +134,42 @@ def fit_expert_tile_bytes() -> float:
     return round(statistics.median(values), -3)
 
 
+ALLREDUCE = accuracy.FIXTURES / "allreduce.yml"
+# The largest message the all-reduce latency is fitted on: one decoded token at hidden size 8192 in bf16.
+ALLREDUCE_FIT_MAX_BYTES = 16384
+
+
+def allreduce_points(fitted_only: bool = True) -> List[Dict[str, Any]]:
+    """One entry per (timing, message size) of tests/unit/fixtures/performance/allreduce.yml, with the part of
+    the time the model adds besides the two-rank latency (ring hops beyond two ranks, the bytes over the link)."""
+    timings = yaml.safe_load(ALLREDUCE.read_text(encoding="utf-8"))["timings"]
+    points = []
+    for timing in timings:
+        link = timing["link"]
+        facts = {"name": timing["gpu"], "memory_mib": 1, "pcie_gen_max": link["pcie_gen"]}
+        facts["pcie_width_current"] = link["pcie_width"]
+        bandwidth = gpus_from_facts([facts])[0].pcie_gbps * 1e9
+        # NCCL's ring adds a hop per step beyond a two-rank all-reduce; a one-shot kernel has no ring.
+        hop = float(model.CONSTANTS["allreduce_hop_us"]["pcie"]) * 1e-6 if timing["constant"] == "pcie_p2p" else 0.0
+        for size, micros in timing["latency_us"].items():
+            if fitted_only and (not timing["fit"] or int(size) > ALLREDUCE_FIT_MAX_BYTES):
+                continue
+            rest = model.allreduce_seconds(model.Link(0.0, bandwidth, "PCIe", hop), timing["ranks"], float(size))
+            point = {"id": f"{timing['id']}@{size}", "constant": timing["constant"], "rest_s": rest}
+            points.append({**point, "measured_s": float(micros) * 1e-6})
+    return points
+
+
+def fit_pcie_allreduce_us(constant: str = "pcie_p2p") -> float:
+    """``allreduce_latency_us.<constant>`` (pcie_p2p: NCCL's two-rank small-message all-reduce over PCIe;
+    pcie_p2p_custom: a one-shot kernel over PCIe P2P): the median over the fitted timings of (measured - hops
+    beyond two ranks - bytes over the link). Reads no speed record."""
+    values = [(p["measured_s"] - p["rest_s"]) * 1e6 for p in allreduce_points() if p["constant"] == constant]
+    if not values:
+        raise ValueError(f"allreduce.yml: no fitted timing of {constant!r}")
+    return round(statistics.median(values), 1)
+
+
 def main() -> int:
     records, _models = calibration_records()
     print(f"calibration records evaluable: {len(records)}")
@@ -146,6 +183,12 @@ def main() -> int:
     for point in moe_kernel_points(fitted_only=False):
         predicted = model.fused_moe_seconds(point["spec"], point["format"], point["touched"], point["bytes"])
         print(f"  {point['id']}: {1e6 * point['measured_s']:.1f} us measured, {1e6 * predicted:.1f} predicted")
+    latency = model.CONSTANTS["allreduce_latency_us"]
+    for key in ("pcie_p2p", "pcie_p2p_custom"):
+        print(f"allreduce_latency_us.{key}: fitted {fit_pcie_allreduce_us(key):g}, performance.json {latency[key]:g}")
+    for point in allreduce_points(fitted_only=False):
+        predicted = point["rest_s"] * 1e6 + float(latency[point["constant"]])
+        print(f"  {point['id']}: {1e6 * point['measured_s']:.1f} us measured, {predicted:.1f} predicted")
     return 0
 
 

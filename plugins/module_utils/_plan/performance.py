@@ -240,6 +240,7 @@ def tp_link(topo: Any, group: Sequence[int], custom_allreduce: bool) -> Optional
         key = "pcie_p2p_custom" if custom_allreduce else "pcie_p2p"
         return Link((latency[key] + extra) * 1e-6, bandwidth, f"PCIe {names[worst]}", 0.0 if custom_allreduce else hop)
     factor = float(CONSTANTS["no_p2p_bandwidth_factor"])
+    hop = CONSTANTS["allreduce_hop_us"]["pcie_no_p2p"] * 1e-6  # a ring step through host memory
     return Link((latency["pcie_no_p2p"] + extra) * 1e-6, bandwidth * factor, f"PCIe {names[worst]} without P2P", hop)
 
 
@@ -310,7 +311,8 @@ def _touched(traffic: ModelTraffic, sequences: float) -> float:
     return experts_touched_share(traffic.num_experts, traffic.experts_per_tok, sequences)
 
 
-def _allreduce(link: Optional[Link], tp: int, message_bytes: float) -> float:
+def allreduce_seconds(link: Optional[Link], tp: int, message_bytes: float) -> float:
+    """One all-reduce of ``message_bytes`` over a TP group of ``tp`` ranks on ``link`` (0 without one)."""
     if link is None or tp < 2:
         return 0.0
     hops = 2 * (tp - 1) - 2  # ring steps beyond the two of a two-rank all-reduce (in latency_s)
@@ -438,7 +440,7 @@ class Predictor:
         compute = flops / self.tp / (self._precision_tflops(stage.spec) * 1e12 * self.compute_efficiency)
         layers = stage.end - stage.start
         message = sequences * t.hidden_size * 2.0
-        allreduce = layers * 2 * _allreduce(stage.tp_link, self.tp, message)
+        allreduce = layers * 2 * allreduce_seconds(stage.tp_link, self.tp, message)
         linear = sum(1 for k in t.layer_kinds[stage.start : stage.end] if k == LAYER_LINEAR)
         fixed = layers * self._layer_time(stage.spec) + linear * self._state_time(stage.spec)
         fixed += self._gemv_time(stage) + self._moe_routing_time(stage)
@@ -523,7 +525,7 @@ class Predictor:
                     flops += 4.0 * t.attention_width * span * prompt
             compute = flops / self.tp / (self._precision_tflops(stage.spec) * 1e12 * self.compute_efficiency)
             layers = stage.end - stage.start
-            total += compute + layers * 2 * _allreduce(stage.tp_link, self.tp, prompt * t.hidden_size * 2.0)
+            total += compute + layers * 2 * allreduce_seconds(stage.tp_link, self.tp, prompt * t.hidden_size * 2.0)
         return total
 
     def output_throughput(self, sequences: int, context: int, prompt: int, output: int) -> float:
@@ -568,7 +570,7 @@ class Predictor:
                 memory = weights / self.tp / (stage.spec.memory_bandwidth_gbps * 1e9 * self.bandwidth_efficiency)
                 compute = flops / self.tp / (self._precision_tflops(stage.spec) * 1e12 * self.compute_efficiency)
                 layers = stage.end - stage.start
-                allreduce = layers * 2 * _allreduce(stage.tp_link, self.tp, tokens * t.hidden_size * 2.0)
+                allreduce = layers * 2 * allreduce_seconds(stage.tp_link, self.tp, tokens * t.hidden_size * 2.0)
                 total += max(memory, compute) + allreduce + layers * self._layer_time(stage.spec)
                 total += self._handoff(stage, tokens)
             per_stage.append(total / chunks)

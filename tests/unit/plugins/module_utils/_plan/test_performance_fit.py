@@ -75,3 +75,26 @@ def test_the_fused_moe_model_meets_every_published_kernel_time():
     for point in fit.moe_kernel_points(fitted_only=False):
         predicted = fit.model.fused_moe_seconds(point["spec"], point["format"], point["touched"], point["bytes"])
         assert abs(predicted / point["measured_s"] - 1.0) <= 0.10, point["id"]
+
+
+@pytest.mark.parametrize("constant", ["pcie_p2p", "pcie_p2p_custom"])
+def test_the_pcie_allreduce_latencies_are_derived_from_published_timings(constant):
+    """allreduce_latency_us.pcie_p2p and pcie_p2p_custom come from the published all-reduce timings of
+    allreduce.yml (inside a CUDA graph), never from a speed record: each equals its derivation."""
+    assert fit.fit_pcie_allreduce_us(constant) == fit.model.CONSTANTS["allreduce_latency_us"][constant]
+
+
+def test_nccl_without_p2p_costs_what_it_costs_with_p2p():
+    """allreduce.yml's A/B (club-3090 PR #928): with vLLM's custom kernel off, decode does not move when P2P
+    is taken away, so the model prices NCCL's small all-reduce the same either way."""
+    latency = fit.model.CONSTANTS["allreduce_latency_us"]
+    assert latency["pcie_no_p2p"] == latency["pcie_p2p"]
+
+
+def test_the_published_custom_vs_nccl_gap_is_met_within_a_fifth():
+    """The 2x RTX 5090 A/B of allreduce.yml (a check, not fitted): NCCL through host memory minus vLLM's
+    custom kernel over P2P, per all-reduce, as measured and as the model has it."""
+    ab = {entry["id"]: entry for entry in fit.yaml.safe_load(fit.ALLREDUCE.read_text(encoding="utf-8"))["ab"]}
+    latency = fit.model.CONSTANTS["allreduce_latency_us"]
+    measured = ab["5090x2-custom-p2p-vs-nccl-host-memory"]["gap_us"]
+    assert abs((latency["pcie_no_p2p"] - latency["pcie_p2p_custom"]) / measured - 1.0) <= 0.2
