@@ -105,9 +105,7 @@ def _choose_layout(
         return None
 
     def budgeted(tp: int, pp: int) -> Evaluation:
-        return evaluate(
-            ctx, inputs, model.served, model.weights, measured, model.context, tp, pp, custom_all_reduce=custom_ar(tp)
-        )
+        return evaluate(ctx, inputs, model, measured, tp, pp, custom_all_reduce=custom_ar(tp))
 
     def evaluation(tp: int, pp: int) -> Optional[Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
