@@ -131,7 +131,8 @@ class SettingsContext:
     batch_defaults: Dict[str, int] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        defaults = batch_defaults(self.version, self.gpu_total_bytes, self.gpu_name, self.compute_capability, self.device)
+        version, total, name, capability = self.version, self.gpu_total_bytes, self.gpu_name, self.compute_capability
+        defaults = batch_defaults(version, total, name, capability, self.device)
         object.__setattr__(self, "batch_defaults", defaults)
 
 
