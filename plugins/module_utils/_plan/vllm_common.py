@@ -218,6 +218,7 @@ class Evaluation:
 
     settings: ResolvedSettings
     budget: Dict[str, Any]
+    overhead_note: Optional[Dict[str, str]] = None  # why an overhead measured at the last start is not used
 
     @property
     def fits(self) -> bool:
@@ -239,7 +240,7 @@ def evaluate(
     pinned: values the engine takes from elsewhere than its flags (the CPU build's KV cache size from
     VLLM_CPU_KVCACHE_SPACE), laid over the resolved values for the budget.
     """
-    overhead, _note = measured_overhead(
+    overhead, note = measured_overhead(
         measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
     )
     choices: Dict[str, Any] = {}
@@ -269,7 +270,7 @@ def evaluate(
         choices.update(changes)
         settings = resolve_vllm_settings(ctx, inputs.settings, choices)
         figures = budget()
-    return Evaluation(settings, figures)
+    return Evaluation(settings, figures, note)
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:
