@@ -67,10 +67,11 @@ def ollama_model_budget(
                 f"use indices among {known}"
             ]
         )
+    config = None if shape is not None else load_config(model)
     if shape is not None:  # the GGUF's own header: what Ollama loads, whatever base_model says
         architecture, entry = architecture_from_shape(shape), None
     else:
-        architecture, entry, _arch_source = describe_model(model, load_config(model))
+        architecture, entry, _arch_source = describe_model(model, config)
     weights_bytes = model.get("weights_bytes")
     if not weights_bytes:
         raise PlanInputError(
@@ -106,7 +107,7 @@ def ollama_model_budget(
     budget = ollama_budget(version, shape, budget_gpus, weights_bytes=int(weights_bytes), settings=resolution.values)
     budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
     budget["checks"] = resolution.checks + budget["checks"]
-    budget["params"] = dict(entry.params) if entry is not None and load_config(model) is None else None
+    budget["params"] = dict(entry.params) if entry is not None and config is None else None
     return architecture, budget, layout
 
 

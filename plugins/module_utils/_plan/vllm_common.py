@@ -60,9 +60,12 @@ def _merge(base: Any, override: Any) -> Any:
     return override
 
 
-def model_architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
-    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry)."""
-    config = load_config(inputs.model)
+def model_architecture(
+    inputs: HostInputs, config: Optional[Mapping[str, Any]]
+) -> Tuple[ModelArchitecture, ModelArchitecture, Any]:
+    """(architecture as the checkpoint states it, as vLLM sees it after --hf-overrides, catalogue entry).
+
+    config: the checkpoint's config.json (load_config), None when the catalogue describes the model."""
     architecture, entry, _source = describe_model(inputs.model, config)
     overrides = inputs.settings.get("hf_overrides")
     if not overrides:
@@ -71,30 +74,29 @@ def model_architecture(inputs: HostInputs) -> Tuple[ModelArchitecture, ModelArch
     return architecture, ModelArchitecture.from_config(_merge(base, overrides)), entry
 
 
-def model_weights(inputs: HostInputs, served: ModelArchitecture, entry: Any) -> WeightsEstimate:
-    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts."""
+def model_weights(
+    inputs: HostInputs, served: ModelArchitecture, params: Optional[Mapping[str, int]], quantization: Any
+) -> WeightsEstimate:
+    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts.
+
+    params: the catalogue's parameter counts when no config.json is read; quantization: the inventory's
+    ``inferops_model.quantization`` parsed (quantization_from_name), None when it names none."""
     requested = inputs.settings
     return estimate_weights(
         served,
-        params=entry.params if entry is not None and load_config(inputs.model) is None else None,
+        params=params,
         weights_bytes=inputs.model.get("weights_bytes"),
-        quantization=quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None,
+        quantization=quantization,
         include_mtp=bool((requested.get("speculative_config") or {}).get("method") == "mtp"),
         include_vision=not requested.get("language_model_only"),
         checkpoint=inputs.checkpoint_bytes,
     )
 
 
-def catalogue_params(inputs: HostInputs, entry: Any) -> Optional[Dict[str, int]]:
-    """The catalogue's parameter counts when the plan reads no config.json (as ``model_weights``)."""
-    return dict(entry.params) if entry is not None and load_config(inputs.model) is None else None
-
-
-def weight_scheme(inputs: HostInputs, architecture: ModelArchitecture) -> Optional[str]:
+def weight_scheme(inputs: HostInputs, architecture: ModelArchitecture, quantization: Any) -> Optional[str]:
     """The quantization scheme the weights are stored in (the inventory's override, else the checkpoint's)."""
     if "quantization" in inputs.model:
-        quant = quantization_from_name(inputs.model["quantization"])
-        return quant.scheme if quant is not None else None
+        return quantization.scheme if quantization is not None else None
     return architecture.quantization.scheme if architecture.quantization is not None else None
 
 
@@ -111,17 +113,33 @@ class VllmModel:
     entry: Any  # the catalogue entry
     weights: WeightsEstimate
     context: Dict[str, Any]  # what an overhead measured at the last start must match (measured_overhead)
+    params: Optional[Dict[str, int]]  # the catalogue's parameter counts when no config.json is read
+    scheme: Optional[str]  # the quantization scheme the weights are stored in (weight_scheme)
+    image_max_pixels: Optional[int]  # the image processor's largest image (load_image_max_pixels)
 
 
 def vllm_model(inputs: HostInputs) -> VllmModel:
-    architecture, served, entry = model_architecture(inputs)
+    """Everything the planners need of the model, each file of the checkpoint read once."""
+    config = load_config(inputs.model)
+    architecture, served, entry = model_architecture(inputs, config)
+    params = entry.params if entry is not None and config is None else None
+    quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
     context = {
         "vllm_version": inputs.engine_version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
         **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
     }
-    return VllmModel(architecture, served, entry, model_weights(inputs, served, entry), context)
+    return VllmModel(
+        architecture,
+        served,
+        entry,
+        model_weights(inputs, served, params, quantization),
+        context,
+        dict(params) if params is not None else None,
+        weight_scheme(inputs, architecture, quantization),
+        load_image_max_pixels(inputs.model),
+    )
 
 
 def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
@@ -137,13 +155,7 @@ def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
 
 def model_traffic(inputs: HostInputs, model: VllmModel) -> ModelTraffic:
     """Bytes and FLOPs of one token through the model (the speed prediction's input)."""
-    return traffic_for(
-        model.served,
-        model.weights,
-        catalogue_params(inputs, model.entry),
-        weight_scheme(inputs, model.architecture),
-        is_gguf(inputs),
-    )
+    return traffic_for(model.served, model.weights, model.params, model.scheme, is_gguf(inputs))
 
 
 def measured_overhead(
@@ -206,6 +218,7 @@ class Evaluation:
 
     settings: ResolvedSettings
     budget: Dict[str, Any]
+    overhead_note: Optional[Dict[str, str]] = None  # why an overhead measured at the last start is not used
 
     @property
     def fits(self) -> bool:
@@ -215,10 +228,8 @@ class Evaluation:
 def evaluate(
     ctx: SettingsContext,
     inputs: HostInputs,
-    served: ModelArchitecture,
-    weights: Any,
+    model: VllmModel,
     measured: Optional[Mapping[str, Any]],
-    context: Mapping[str, Any],
     tp: int,
     pp: int,
     pinned: Optional[Mapping[str, Any]] = None,
@@ -229,24 +240,25 @@ def evaluate(
     pinned: values the engine takes from elsewhere than its flags (the CPU build's KV cache size from
     VLLM_CPU_KVCACHE_SPACE), laid over the resolved values for the budget.
     """
-    overhead, _note = measured_overhead(measured, dict(context, tensor_parallel_size=tp, pipeline_parallel_size=pp))
+    overhead, note = measured_overhead(
+        measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    )
     choices: Dict[str, Any] = {}
     settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-    image_max_pixels = load_image_max_pixels(inputs.model)
 
     def budget() -> Dict[str, Any]:
         return vllm_memory_budget(
-            served,
+            model.served,
             ctx.version,
             ctx.gpu_total_bytes,
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
-            weights=weights,
+            weights=model.weights,
             settings={**settings.values, **(pinned or {})},
             gpu_name=ctx.gpu_name,
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,
-            image_max_pixels=image_max_pixels,
+            image_max_pixels=model.image_max_pixels,
             custom_all_reduce=custom_all_reduce,
         )
 
@@ -258,7 +270,7 @@ def evaluate(
         choices.update(changes)
         settings = resolve_vllm_settings(ctx, inputs.settings, choices)
         figures = budget()
-    return Evaluation(settings, figures)
+    return Evaluation(settings, figures, note)
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:

@@ -120,9 +120,7 @@ def vllm_cpu_plan(
         repo=inputs.model["repo"],
         device="cpu",
     )
-    evaluation = evaluate(
-        ctx, inputs, served, weights, measured, model.context, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB}
-    )
+    evaluation = evaluate(ctx, inputs, model, measured, 1, 1, pinned={"kv_cache_memory_bytes": space * GIB})
     figures = evaluation.budget
     evaluation.settings.entries["kv_cache_memory_bytes"] = {
         "value": space * GIB,

@@ -60,7 +60,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common imp
     VllmModel,
     evaluate,
     is_gguf,
-    measured_overhead,
     model_traffic,
     serve_command,
     settings_context,
@@ -105,9 +104,7 @@ def _choose_layout(
         return None
 
     def budgeted(tp: int, pp: int) -> Evaluation:
-        return evaluate(
-            ctx, inputs, model.served, model.weights, measured, model.context, tp, pp, custom_all_reduce=custom_ar(tp)
-        )
+        return evaluate(ctx, inputs, model, measured, tp, pp, custom_all_reduce=custom_ar(tp))
 
     def evaluation(tp: int, pp: int) -> Optional[Evaluation]:
         """The candidate's resolved settings and budget (None when the model cannot be split this way)."""
@@ -250,7 +247,6 @@ def vllm_plan(
     ctx = settings_context(inputs, architecture, model.served, [by_index[i] for i in allowed if i in by_index])
     chosen = _choose_layout(inputs, gear, model, ctx, measured, cluster)
     layout, workload = chosen.layout, inputs.workload
-    tp, pp = int(layout["tensor_parallel_size"]), int(layout["pipeline_parallel_size"])
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
     resolved_settings, figures = chosen.evaluation.settings, chosen.evaluation.budget
     performance = _performance(chosen, workload, used)
@@ -283,11 +279,8 @@ def vllm_plan(
         check_id = BUDGET_FACT_FINDINGS[fact["id"]]
         if check_id not in reported:
             findings.append(finding(check_id, fact["severity"], fact["message"]))
-    _overhead, note = measured_overhead(
-        measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
-    )
-    if note:
-        findings.append(note)
+    if chosen.evaluation.overhead_note:
+        findings.append(chosen.evaluation.overhead_note)
     standby = None
     if inputs.standby_ollama is not None:
         standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))

