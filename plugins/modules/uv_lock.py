@@ -14,6 +14,9 @@ description:
   - Names the lock of O(requirements) (with O(overrides) and O(excludes)) for Python O(python) on O(platform)
     from O(index_url) and O(find_links) - its key - as C(<package>-<version>-py<python>-<platform>-<digest>.txt)
     in O(dir), the digest taken over the key.
+  - The key also holds the sha256 of every wheel and source distribution in the find-links directories as the
+    module reads them (O(local_find_links), else O(find_links); not for find-links URLs), so a rebuilt, swapped
+    or added file names a new lock, made from the files as they are now.
   - When that file exists, checks that its header holds the same key and returns it unchanged; it is never made
     again, so every host and every later run installs the same bytes. Works without the index.
   - When it does not, runs C(uv pip compile --generate-hashes) and writes the result with a header naming the
@@ -68,7 +71,8 @@ options:
   local_find_links:
     description:
       - The same wheels as the machine the module runs on reaches them, where its paths differ from the hosts'
-        (for example a wheel cache mounted into test instances). Null - O(find_links).
+        (for example a wheel cache mounted into test instances). Null - O(find_links). The sha256 of their
+        files is part of the key.
     type: list
     elements: str
   python:
@@ -138,7 +142,6 @@ made:
   returned: success
 """
 
-import hashlib
 import os
 import shutil
 import sys
@@ -148,7 +151,7 @@ from typing import Any, Dict, Optional
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.llm.plugins.module_utils._core import uv_lock
-from ansible_collections.inferops.llm.plugins.module_utils._core.files import write_if_changed
+from ansible_collections.inferops.llm.plugins.module_utils._core.files import file_sha256, write_if_changed
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "dir": {"type": "path", "required": True},
@@ -182,11 +185,6 @@ def find_uv(configured: str = "") -> Optional[str]:
     return shutil.which("uv")
 
 
-def _sha256(path: str) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
-
-
 def _public(text: str, urls: Any) -> str:
     for url in urls:
         if url and url != uv_lock.public_url(url):
@@ -217,6 +215,7 @@ def make(module: AnsibleModule, uv: str, key: Dict[str, Any], index_url: str, fi
 
 def run(module: AnsibleModule) -> Dict[str, Any]:
     params = module.params
+    local = params["find_links"] if params["local_find_links"] is None else params["local_find_links"]
     try:
         key = uv_lock.lock_key(
             params["package"],
@@ -228,8 +227,9 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
             params["find_links"],
             params["overrides"],
             params["excludes"],
+            uv_lock.find_links_files(local),
         )
-    except uv_lock.LockError as error:
+    except (uv_lock.LockError, OSError) as error:
         module.fail_json(msg=f"uv_lock: {error}")
     name = uv_lock.lock_name(key)
     path = os.path.join(params["dir"], name)
@@ -243,7 +243,7 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
                 f"changed or is missing): restore it from version control, or remove it to make it again.",
                 **result,
             )
-        return dict(result, sha256=_sha256(path))
+        return dict(result, sha256=file_sha256(path))
     result.update(changed=True, made=True, sha256=None)
     if module.check_mode:
         return result
@@ -257,7 +257,6 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
         )
     try:
         os.makedirs(params["dir"], mode=0o755, exist_ok=True)
-        local = params["find_links"] if params["local_find_links"] is None else params["local_find_links"]
         make(module, uv, key, params["index_url"], local, path)
     except (uv_lock.LockError, OSError) as error:
         module.fail_json(
@@ -265,7 +264,7 @@ def run(module: AnsibleModule) -> Dict[str, Any]:
             f"and commit it in {params['dir_var']} ({params['dir']}); an existing lock needs no index. uv: {error}",
             **result,
         )
-    return dict(result, sha256=_sha256(path))
+    return dict(result, sha256=file_sha256(path))
 
 
 def main() -> None:

@@ -1,11 +1,23 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""Atomic file writes, shared by the controller-side reports and the host-side metrics file."""
+"""Atomic file writes, shared by the controller-side reports and the host-side metrics file; a file's sha256."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
+
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file, read in chunks (wheels of hundreds of MB)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def write_if_changed(path: str, content: str, mode: int, prefix: str = ".", suffix: str = ".tmp") -> bool:

@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from ansible_collections.inferops.llm.plugins.module_utils._core.files import file_sha256
 
 # uv 0.13's --python-platform names for Linux with glibc: manylinux_2_17, _2_28 and _2_31 to _2_40.
 _MANYLINUX_MINORS = (17, 28, *tuple(range(31, 41)))
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 KEY_PREFIX = "# key: "
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+# What uv takes from a find-links directory: wheels and source distributions (its files, not its subdirectories).
+_DISTRIBUTION_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tar.zst", ".tgz")
 
 # The names of the files the compile step reads, in its own working directory (the annotations name them).
 REQUIREMENTS_FILE = "requirements.in"
@@ -64,6 +70,28 @@ def public_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
+def find_links_files(find_links: Sequence[str]) -> List[Dict[str, str]]:
+    """For each find-links entry as this machine reads it, ``{file name: sha256}`` of the distributions uv can
+    take from it: a directory's wheels and sdists (not its subdirectories), a file itself; ``{}`` for a URL
+    (its content is not read here) or a path that does not exist."""
+    result: List[Dict[str, str]] = []
+    for entry in find_links:
+        entry = str(entry)
+        parts = urlsplit(entry)
+        if parts.scheme == "file":
+            entry = unquote(parts.path)
+        elif parts.scheme:
+            result.append({})
+            continue
+        if os.path.isdir(entry):
+            names = sorted(name for name in os.listdir(entry) if name.endswith(_DISTRIBUTION_SUFFIXES))
+            paths = [(name, os.path.join(entry, name)) for name in names]
+        else:
+            paths = [(os.path.basename(entry), entry)] if os.path.isfile(entry) else []
+        result.append({name: file_sha256(path) for name, path in paths if os.path.isfile(path)})
+    return result
+
+
 def lock_key(
     package: str,
     version: str,
@@ -74,10 +102,18 @@ def lock_key(
     find_links: Sequence[str] = (),
     overrides: Sequence[str] = (),
     excludes: Sequence[str] = (),
+    find_links_hashes: Optional[Sequence[Mapping[str, str]]] = None,
 ) -> Dict[str, Any]:
-    """Everything a lock is made from, as plain JSON data (the lock file's ``# key:`` line)."""
+    """Everything a lock is made from, as plain JSON data (the lock file's ``# key:`` line).
+
+    ``find_links_hashes`` (``find_links_files`` of the find-links as the controller reads them) puts the sha256
+    of every file uv could take from them into the key: a rebuilt or added wheel names a new lock. A key
+    without find-links has no such field (the locks made before it keep their names)."""
     if not re.fullmatch(r"3\.\d+", str(python)):
         raise LockError(f"Python {python!r}: expected the minor version, for example 3.11")
+    files: Dict[str, Any] = {}
+    if find_links or find_links_hashes:
+        files = {"find_links_files": [dict(sorted(item.items())) for item in find_links_hashes or []]}
     return {
         "package": str(package),
         "version": str(version),
@@ -86,6 +122,7 @@ def lock_key(
         "excludes": [str(item) for item in excludes],
         "index_url": public_url(str(index_url or "")),
         "find_links": [public_url(str(item)) for item in find_links],
+        **files,
         "python": str(python),
         "platform": str(platform),
     }
@@ -111,7 +148,8 @@ def header(key: Mapping[str, Any], uv_version: str) -> str:
         "# inferops.llm lock: the exact distributions of this environment, each with its sha256.\n"
         f"# Made once with uv {uv_version} (pip compile --generate-hashes); hosts install it with every\n"
         "# hash required. Commit it beside the inventory; it is used as it is, never made again.\n"
-        "# A different key (pin, Python, platform, index, find-links, overrides) names a new file.\n"
+        "# A different key (pin, Python, platform, index, find-links and their files' sha256, overrides) names\n"
+        "# a new file.\n"
         f"{key_line(key)}\n"
     )
 

@@ -28,6 +28,9 @@ Sources (each section of nvidia_drivers.json names its own; docs/nvidia_driver.m
   (``nvidia-kernel-dkms`` / ``nvidia-open-kernel-dkms``, ``nvidia-smi``, ``libcuda1``...) and Ubuntu's
   restricted packages (``nvidia-headless-<branch>[-server][-open]``); the branch each distribution's
   archive carries (``distribution_branch``).
+* The key of each release's directory of NVIDIA's CUDA repository and its fingerprint (``cuda_repo_keys``):
+  NVIDIA's driver installation guide and github.com/NVIDIA/cuda-repo-management; the role checks the
+  downloaded key against it before apt trusts it (``_core/openpgp.py``).
 
 Public API (plain types in, plain types out; ``ValueError`` messages name the variable to fix):
 
@@ -48,6 +51,7 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 ``driver_packages(distribution, release, source, branch, flavour, ...) -> dict``: apt packages.
 ``APT_PIN_PACKAGES`` and ``UNATTENDED_BLACKLIST``: the apt preferences and unattended-upgrades patterns.
 ``apt_version_for(madison, version) -> str | None``: the archive version of an upstream driver version.
+``cuda_repo_key(distribution, release) -> dict``: ``{"file": "3bf863cc.pub", "fingerprints": [...]}``.
 ``driver_plan(...) -> dict``: everything the role needs, with ``errors`` naming the variables to fix.
 """
 
@@ -99,6 +103,11 @@ DISTRIBUTION_BRANCH: Dict[Tuple[str, str], str] = {
 }
 SUPPORTED_RELEASES: Dict[str, Tuple[str, ...]] = {
     name: tuple(releases) for name, releases in DRIVER_DATA["distribution_branch"]["releases"].items()
+}
+_CUDA_REPO_KEYS: Dict[Tuple[str, str], Dict[str, Any]] = {
+    (name, release): key
+    for name, releases in DRIVER_DATA["cuda_repo_keys"]["releases"].items()
+    for release, key in releases.items()
 }
 _BRANCHES: Dict[str, str] = DRIVER_DATA["branches"]
 NVIDIA_DEFAULT_BRANCH: str = _BRANCHES["nvidia_default"]
@@ -396,6 +405,12 @@ def cuda_repo_dir(distribution: str, release: Any, architecture: str) -> str:
     return f"{name}{version.replace('.', '')}/{arch}"
 
 
+def cuda_repo_key(distribution: str, release: Any) -> Dict[str, Any]:
+    """The key file of the release's directory of NVIDIA's CUDA repository and its pinned fingerprints."""
+    key = _CUDA_REPO_KEYS[_release_key(distribution, release)]
+    return {"file": key["file"], "fingerprints": list(key["fingerprints"])}
+
+
 def driver_packages(
     distribution: str,
     release: Any,
@@ -576,11 +591,8 @@ def driver_plan(
     cuda_source: str = "",
     ubuntu_server: bool = True,
 ) -> Dict[str, Any]:
-    """Everything the nvidia_driver role decides before it changes the host.
-
-    ``errors`` is empty when the inputs are consistent; otherwise each entry names the variable and
-    the fix, and the other keys may be None.
-    """
+    """Everything the nvidia_driver role decides before it changes the host; ``errors`` is empty when the
+    inputs are consistent, else each entry names the variable and the fix, and the other keys may be None."""
     errors: List[str] = []
     plan: Dict[str, Any] = {
         "branch": None,
@@ -594,6 +606,7 @@ def driver_plan(
         "anchor": None,
         "fabricmanager": None,
         "cuda_repo_dir": None,
+        "cuda_repo_key": None,
         "apt_pin_packages": APT_PIN_PACKAGES,
         "unattended_blacklist": list(UNATTENDED_BLACKLIST),
         "errors": errors,
@@ -640,6 +653,7 @@ def driver_plan(
     if source == "nvidia":
         try:
             plan["cuda_repo_dir"] = cuda_repo_dir(distribution, release, architecture)
+            plan["cuda_repo_key"] = cuda_repo_key(distribution, release)
         except ValueError as error:
             errors.append(f"{error}: set nvidia_driver_source: distribution")
     return plan

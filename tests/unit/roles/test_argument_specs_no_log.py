@@ -19,6 +19,7 @@ SECRET_NAME = re.compile(r"(^|_)(token|key|keys|password|passwd|secret|credentia
 NOT_SECRETS = {
     "monitoring_kv_tokens_ratio": "a ratio of KV-cache tokens",
     "nvidia_driver_cuda_repo_key": "the file name of NVIDIA's public repository key",
+    "nvidia_driver_cuda_repo_key_fingerprints": "the fingerprints of NVIDIA's public repository key",
     "nvidia_driver_container_toolkit_key_url": "the URL of a public signing key",
     "vllm_benchmark_output_tokens": "a token count",
 }

@@ -133,11 +133,33 @@ def test_lock_installs_with_hashes_and_refuses_a_tampered_wheel(tmp_path, capsys
 def test_an_existing_lock_is_used_as_it_is(tmp_path, capsys, wheels):
     made = run_module(capsys, **lock_args(tmp_path, wheels))
     before = pathlib.Path(made["path"]).read_text(encoding="utf-8")
-    # A newer dependency appears: the lock is not made again (the same bytes a day later), even without uv.
-    write_wheel(wheels, "inferops_lock_dep", "3.0.0")
+    # The same key a day later: the lock is not made again (the same bytes), even without uv. (A newer
+    # dependency on the index changes nothing either; a changed find-links file does: the next test.)
     again = run_module(capsys, **lock_args(tmp_path, wheels, uv="/nonexistent/uv"))
     assert again["changed"] is False and again["made"] is False and again["path"] == made["path"]
     assert again["sha256"] == made["sha256"] and pathlib.Path(made["path"]).read_text(encoding="utf-8") == before
+
+
+@needs_uv
+def test_a_changed_find_links_file_names_a_new_lock(tmp_path, capsys, wheels):
+    made = run_module(capsys, **lock_args(tmp_path, wheels))
+    dep = "inferops_lock_dep-2.0.0-py3-none-any.whl"
+    old_hash = hashlib.sha256((wheels / dep).read_bytes()).hexdigest()
+    assert made["key"]["find_links_files"][0][dep] == old_hash
+    # The wheel is rebuilt: same name and version, other bytes. The key changes, a new lock is made from the
+    # wheel as it is now, and the old lock stays beside it (the change shows in the lock directory's diff).
+    write_wheel(wheels, "inferops_lock_dep", "2.0.0", payload="VALUE = 2\n")
+    new_hash = hashlib.sha256((wheels / dep).read_bytes()).hexdigest()
+    rebuilt = run_module(capsys, **lock_args(tmp_path, wheels))
+    assert rebuilt["made"] and rebuilt["path"] != made["path"] and pathlib.Path(made["path"]).exists()
+    assert rebuilt["key"]["find_links_files"][0][dep] == new_hash
+    text = pathlib.Path(rebuilt["path"]).read_text(encoding="utf-8")
+    assert f"sha256:{new_hash}" in text and f"sha256:{old_hash}" not in text
+    # An added wheel changes the key as well; the key holds each file once, by name.
+    write_wheel(wheels, "inferops_lock_dep", "3.0.0")
+    added = run_module(capsys, **lock_args(tmp_path, wheels))
+    assert added["made"] and added["path"] not in (made["path"], rebuilt["path"])
+    assert sorted(added["key"]["find_links_files"][0]) == sorted(path.name for path in wheels.iterdir())
 
 
 @needs_uv
@@ -157,7 +179,13 @@ def test_check_mode_makes_nothing(tmp_path, capsys, wheels):
 def test_an_edited_header_is_refused(tmp_path, capsys, wheels):
     args = lock_args(tmp_path, wheels)
     key = uv_lock.lock_key(
-        args["package"], args["version"], args["requirements"], PYTHON, args["platform"], find_links=args["find_links"]
+        args["package"],
+        args["version"],
+        args["requirements"],
+        PYTHON,
+        args["platform"],
+        find_links=args["find_links"],
+        find_links_hashes=uv_lock.find_links_files(args["find_links"]),
     )
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks" / uv_lock.lock_name(key)).write_text("# key: {}\ninferops-lock-app==1.0.0\n")

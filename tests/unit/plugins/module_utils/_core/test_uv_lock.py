@@ -3,6 +3,7 @@ uv_lock_cases.yml). The lock made and installed with the real uv: tests/unit/plu
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import re
 
@@ -57,6 +58,36 @@ def test_name_is_readable_and_changes_with_every_part_of_the_key():
     names = {uv_lock.lock_name(variant) for variant in variants}
     assert name not in names and len(names) == len(variants)
     assert uv_lock.lock_name(key()) == name
+
+
+def test_find_links_file_hashes_are_part_of_the_key(tmp_path):
+    wheels = tmp_path / "wheels"
+    (wheels / "sub").mkdir(parents=True)
+    (wheels / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"a wheel")
+    (wheels / "pkg-1.0.tar.gz").write_bytes(b"an sdist")
+    (wheels / "README").write_text("not a distribution")
+    (wheels / "sub" / "other-1.0-py3-none-any.whl").write_bytes(b"uv does not look here")
+    single = tmp_path / "one-1.0-py3-none-any.whl"
+    single.write_bytes(b"one")
+    files = uv_lock.find_links_files(
+        [str(wheels), f"file://{single}", "https://example.com/wheels/", str(tmp_path / "none")]
+    )
+    sha = lambda data: hashlib.sha256(data).hexdigest()  # noqa: E731
+    assert files == [
+        {"pkg-1.0.tar.gz": sha(b"an sdist"), "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl": sha(b"a wheel")},
+        {"one-1.0-py3-none-any.whl": sha(b"one")},
+        {},
+        {},
+    ]
+    base = key(find_links=["/var/cache/inferops/wheels"], find_links_hashes=uv_lock.find_links_files([str(wheels)]))
+    assert base["find_links_files"] == files[:1]
+    (wheels / "pkg-1.0.tar.gz").write_bytes(b"an sdist, rebuilt")
+    rebuilt = key(find_links=["/var/cache/inferops/wheels"], find_links_hashes=uv_lock.find_links_files([str(wheels)]))
+    (wheels / "pkg-1.1.tar.gz").write_bytes(b"a newer sdist")
+    added = key(find_links=["/var/cache/inferops/wheels"], find_links_hashes=uv_lock.find_links_files([str(wheels)]))
+    assert len({uv_lock.lock_name(item) for item in (base, rebuilt, added)}) == 3
+    # Without find-links the key has no such field: the locks made before it keep their names.
+    assert "find_links_files" not in key(find_links=[])
 
 
 def test_header_holds_the_key_and_no_credentials():

@@ -307,6 +307,28 @@ def test_cuda_repo_dir(distribution, release, arch, directory):
     assert nd.cuda_repo_dir(distribution, release, arch) == directory
 
 
+@pytest.mark.parametrize(
+    ("distribution", "release", "file", "fingerprint"),
+    [
+        ("Debian", "12", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+        ("Debian", "13.1", "8793F200.pub", "02182E60104FCDC26EAE1B8597A5D4CB8793F200"),
+        ("Ubuntu", "22.04", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+        ("Ubuntu", "24.04", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+    ],
+)
+def test_cuda_repo_key_per_release(distribution, release, file, fingerprint):
+    key = nd.cuda_repo_key(distribution, release)
+    assert key == {"file": file, "fingerprints": [fingerprint]}
+    # NVIDIA's short key id is the end of the fingerprint and the file's name.
+    assert fingerprint.endswith(file.split(".")[0].upper())
+
+
+def test_every_supported_release_has_a_cuda_repo_key():
+    for name, releases in nd.SUPPORTED_RELEASES.items():
+        for release in releases:
+            assert nd.cuda_repo_key(name, release)["fingerprints"]
+
+
 def test_default_branch_per_source():
     assert nd.default_branch("Debian", "12", "nvidia") == "580"
     assert nd.default_branch("Debian", "12", "distribution") == "535"
@@ -367,6 +389,8 @@ def test_plan_for_a_blackwell_host_from_nvidia():
     assert result["generations"] == ["blackwell"]
     assert result["packages"] == ["nvidia-open"]
     assert result["cuda_repo_dir"] == "debian13/x86_64"
+    assert result["cuda_repo_key"] == nd.cuda_repo_key("Debian", "13")
+    assert result["cuda_repo_key"]["file"] == "8793F200.pub"
     assert result["minimum_driver"] == "580.65.06"
 
 
@@ -375,6 +399,7 @@ def test_plan_without_gpus_on_debian_archive():
     assert result["errors"] == []
     assert (result["branch"], result["flavour"], result["anchor"]) == ("535", "proprietary", "nvidia-kernel-dkms")
     assert result["cuda_repo_dir"] is None
+    assert result["cuda_repo_key"] is None
 
 
 def test_plan_refuses_a_branch_too_new_for_pascal():
@@ -437,6 +462,7 @@ def test_every_section_of_the_driver_data_names_its_source():
         "cuda_introducing",
         "distribution_branch",
         "branches",
+        "cuda_repo_keys",
     }
     for name, section in sections.items():
         assert isinstance(section.get("source"), str) and len(section["source"]) > 40, name
