@@ -1,0 +1,291 @@
+"""roles/_common rollback and restore (the shared lifecycle of the vllm, gateway and ray roles): real runs.
+
+A real ansible-playbook on localhost includes ``tasks_from: rollback`` from a caller role's rescue, as the vllm and
+gateway roles do, with a systemctl and a journalctl on PATH that record their arguments (no systemd here) and a
+local HTTP server as the restored version's health URL. What is checked on disk is the real result: the current
+link, the restored files with their owner, group and mode, secrets.env, and the message the play fails with.
+Root only: the rollback copies files to owner root, and root_state accepts only a root-owned path.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[4]
+COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
+ROLE = ROOT / "roles" / "_common"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the rollback writes root's files (run as root)")
+
+CALLER = """
+- name: Start and check the new version
+  block:
+    - name: The gate of the new version
+      ansible.builtin.fail:
+        msg: the new version did not answer
+  rescue:
+    - name: Roll back through the shared lifecycle
+      ansible.builtin.include_role:
+        name: inferops.llm._common
+        tasks_from: rollback
+      vars:
+        _common_lifecycle: "{{ test_lifecycle }}"
+        _common_rollback: "{{ test_rollback }}"
+"""
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  environment:
+    PATH: "{fake}:{{{{ ansible_env_path }}}}"
+  roles:
+    - caller
+"""
+
+FAKE_SYSTEMCTL = """#!/bin/sh
+echo "systemctl $*" >> "{log}"
+case "$1" in
+  show) printf 'Id=svc.service\\nLoadState=loaded\\nActiveState=active\\nSubState=running\\nResult=success\\n'
+        printf 'ExecMainStatus=0\\nNRestarts=0\\nInvocationID=1\\nUnitFileState=enabled\\n' ;;
+  is-active) echo active ;;
+  is-enabled) echo enabled ;;
+esac
+exit 0
+"""
+
+FAKE_JOURNALCTL = """#!/bin/sh
+echo "journalctl $*" >> "{log}"
+echo "svc[1]: OSError: [Errno 98] Address already in use"
+"""
+
+
+def _root_dir() -> Path:
+    """A directory on a path root owns and no one else may write (root_state checks every component)."""
+    base = ROOT / "build"
+    base.mkdir(exist_ok=True)
+    for part in [base, *base.parents]:
+        info = part.stat()
+        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            pytest.skip(f"{part} is not root's alone: root_state would refuse every path under it")
+    path = Path(tempfile.mkdtemp(prefix="test-rollback-", dir=base))
+    path.chmod(0o755)
+    return path
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def health_port():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+@pytest.fixture
+def host(tmp_path):
+    """The service's layout as the roles leave it after a run that failed its gate, and the snapshot before it."""
+    base = _root_dir()
+    try:
+        envs = base / "install" / "envs"
+        for version in ("1.0", "2.0"):
+            (envs / version / "bin").mkdir(parents=True)
+        (base / "install" / "current").symlink_to(envs / "2.0")
+        config = base / "config"
+        config.mkdir()
+        (config / "serve.yaml").write_text("port: 1\n")
+        (config / "svc.service").write_text("[Service]\nExecStart=/new\n")
+        (config / "secrets.env").write_text("KEY=new\n")
+        snapshot = base / "rollback" / "svc"
+        snapshot.mkdir(parents=True, mode=0o700)
+        snapshot.chmod(0o700)
+        fake = tmp_path / "bin"
+        fake.mkdir()
+        log = tmp_path / "calls.log"
+        for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
+            (fake / name).write_text(text.format(log=log))
+            (fake / name).chmod(0o755)
+        yield {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
+    finally:
+        shutil.rmtree(base)
+
+
+def _keep_snapshot(host, port):
+    snapshot = host["snapshot"]
+    for name, text in (("serve.yaml", f"port: {port}\n"), ("svc.service", "[Service]\nExecStart=/old\n"),
+                       ("secrets.env", "KEY=old\n")):  # fmt: skip
+        (snapshot / name).write_text(text)
+        (snapshot / name).chmod(0o600)
+    (snapshot / "env").symlink_to(host["envs"] / "1.0")
+
+
+def _run(tmp_path, host, health=True, timeout=20):
+    config = host["config"]
+    lifecycle = {
+        "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
+        "rollback_dir": str(host["snapshot"]), "secrets_file": str(config / "secrets.env"),
+        "rollback_files": [
+            {"src": str(config / "serve.yaml"), "name": "serve.yaml", "group": "daemon", "mode": "0640"},
+            {"src": str(config / "svc.service"), "name": "svc.service", "group": "root", "mode": "0644"},
+        ],
+    }  # fmt: skip
+    rollback = {"failure": "Svc 2.0 did not become healthy", "restored": "config and unit", "journal_lines": 5,
+                "note": "A note of the caller."}  # fmt: skip
+    if health:
+        # With a default: the entry point's argument check templates the mapping before the restore.
+        port = "{{ (__common_restored_config | default({})).get('port', 0) }}"
+        rollback["health"] = {"url": f"http://127.0.0.1:{port}/health",
+                              "config": "serve.yaml", "timeout": timeout, "interval": 1}  # fmt: skip
+    tasks = tmp_path / "roles" / "caller" / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "main.yml").write_text(CALLER)
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK.format(fake=host["fake"]))
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps({"test_lifecycle": lifecycle, "test_rollback": rollback,
+                                 "ansible_env_path": os.environ.get("PATH", "/usr/bin:/bin"),
+                                 "ansible_python_interpreter": sys.executable}))  # fmt: skip
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+    binary = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(binary), "-i", "localhost,", "-c", "local", str(playbook), "-e", f"@{extra}"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    calls = host["log"].read_text().splitlines() if host["log"].exists() else []
+    return result, calls
+
+
+def _mode(path: Path) -> tuple:
+    info = path.stat()
+    return info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
+
+
+def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_for(tmp_path, host, health_port):
+    _keep_snapshot(host, health_port)
+    result, calls = _run(tmp_path, host)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    config = host["config"]
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), output[-4000:]
+    assert (config / "serve.yaml").read_text() == f"port: {health_port}\n"
+    assert (config / "svc.service").read_text() == "[Service]\nExecStart=/old\n"
+    assert (config / "secrets.env").read_text() == "KEY=old\n"
+    assert _mode(config / "serve.yaml") == (0, 1, 0o640)  # the daemon group of Debian
+    assert _mode(config / "svc.service") == (0, 0, 0o644)
+    assert _mode(config / "secrets.env") == (0, 0, 0o600)
+    assert "systemctl daemon-reload" in calls
+    assert "systemctl reset-failed svc.service" in calls
+    assert "systemctl restart svc" in calls
+    assert calls.index("systemctl daemon-reload") < calls.index("systemctl restart svc")
+    for text in ("Svc 2.0 did not become healthy: task 'The gate of the new version' failed",
+                 "(the new version did not answer)", f"Restored the previous environment ({host['envs']}/1.0)",
+                 "config and unit and restarted them: the service is healthy again", "A note of the caller.",
+                 "Last journal lines of the failed start: svc[1]: OSError: [Errno 98] Address already in use",
+                 ):  # fmt: skip
+        assert text in output, output[-3000:]
+    # The secrets never show.
+    assert "KEY=old" not in output and "KEY=new" not in output
+
+
+def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(tmp_path, host):
+    _keep_snapshot(host, 1)  # nothing listens on port 1
+    result, _ = _run(tmp_path, host, timeout=3)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "it did not become healthy either" in output, output[-3000:]
+
+
+def test_without_health_the_message_says_what_came_back(tmp_path, host):
+    _keep_snapshot(host, 1)
+    result, calls = _run(tmp_path, host, health=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "config and unit and restarted them." in output, output[-3000:]
+    assert "healthy again" not in output and "healthy either" not in output
+    assert "systemctl restart svc" in calls
+
+
+def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(tmp_path, host):
+    result, calls = _run(tmp_path, host)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "There is no previous state to go back to (first install): svc.service is stopped." in output
+    assert "systemctl stop svc" in calls and "systemctl restart svc" not in calls
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "2.0")
+    assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/new\n"
+
+
+def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, host, health_port):
+    """Issue 28: the rollback checks the directory before root reads anything from it (inferops.llm.root_state)."""
+    _keep_snapshot(host, health_port)
+    host["snapshot"].parent.chmod(0o777)
+    result, calls = _run(tmp_path, host)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "another account can change it" in output and "lets its group or others write it" in output, output[-3000:]
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "2.0")
+    assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/new\n"
+    assert not [call for call in calls if call.startswith("systemctl") and "restart" in call]
+
+
+@pytest.mark.parametrize("role", ["vllm", "gateway", "ray"])
+def test_each_role_keeps_and_restores_its_files_with_the_mode_it_writes_them(role):
+    """A role's rollback_files name, for each file the snapshot keeps, the group and mode restore gives it back:
+    the ones its configure step writes it with."""
+    lifecycle = yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text())[f"_{role}_lifecycle"]
+    assert {"service", "rollback_dir", "rollback_files", "secrets_file"} <= set(lifecycle)
+    written = {}
+    for task in yaml.safe_load((ROOT / "roles" / role / "tasks" / "configure.yml").read_text()):
+        for module in ("ansible.builtin.template", "ansible.builtin.copy"):
+            if module in task:
+                written[task[module]["dest"]] = (task[module]["group"], task[module]["mode"])
+    for entry in lifecycle["rollback_files"]:
+        assert written[entry["src"]] == (entry["group"], entry["mode"]), entry
+
+
+def _tasks(tasks):
+    for task in tasks or []:
+        yield task
+        for section in ("block", "rescue", "always"):
+            yield from _tasks(task.get(section))
+
+
+def test_the_callers_use_the_shared_rollback():
+    """No role reads a snapshot back by itself: the vllm and gateway rescues and the ray rollback include _common's."""
+    own = []
+    for path in (ROOT / "roles").glob("*/tasks/*.yml"):
+        if path.parts[-3] == "_common":
+            continue
+        for task in _tasks(yaml.safe_load(path.read_text())):
+            for module in ("ansible.builtin.copy", "ansible.builtin.file", "ansible.builtin.stat"):
+                args = task.get(module) or {}
+                if any("rollback" in str(args.get(key, "")) for key in ("src", "path")):
+                    own.append(f"{path}: {task.get('name')}")
+    assert own == []
+    callers = {"vllm/tasks/rollback.yml": "rollback", "gateway/tasks/service.yml": "rollback",
+               "ray/tasks/rollback.yml": "restore"}  # fmt: skip
+    for path, entry in callers.items():
+        tasks = _tasks(yaml.safe_load((ROOT / "roles" / path).read_text()))
+        included = [task["ansible.builtin.include_role"] for task in tasks if "ansible.builtin.include_role" in task]
+        assert {"name": "inferops.llm._common", "tasks_from": entry} in [
+            {key: value for key, value in item.items() if key in ("name", "tasks_from")} for item in included
+        ], path
