@@ -72,7 +72,10 @@ def test_find_links_file_hashes_are_part_of_the_key(tmp_path):
     files = uv_lock.find_links_files(
         [str(wheels), f"file://{single}", "https://example.com/wheels/", str(tmp_path / "none")]
     )
-    sha = lambda data: hashlib.sha256(data).hexdigest()  # noqa: E731
+
+    def sha(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
     assert files == [
         {"pkg-1.0.tar.gz": sha(b"an sdist"), "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl": sha(b"a wheel")},
         {"one-1.0-py3-none-any.whl": sha(b"one")},
