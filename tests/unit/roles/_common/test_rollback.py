@@ -208,7 +208,7 @@ def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_
 
 def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(tmp_path, host):
     _keep_snapshot(host, 1)  # nothing listens on port 1
-    result, _ = _run(tmp_path, host, timeout=3)
+    result = _run(tmp_path, host, timeout=3)[0]
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "it did not become healthy either" in output, output[-3000:]
