@@ -103,10 +103,13 @@ def test_the_disk_peak_is_printed_and_checked_against_disk_gib(
     assert says in capsys.readouterr().out
 
 
-def test_the_disk_watch_samples_the_lowest_free_space(run_stages, tmp_path, monkeypatch):
-    frees = iter([40, 30, 35] + [38] * 1000)
-    monkeypatch.setattr(run_stages.DiskWatch, "free", lambda self: next(frees) * 2**30)
+def test_the_disk_watch_samples_the_peak_of_used_space_and_the_lowest_free(run_stages, tmp_path, monkeypatch):
+    gib = 2**30
+    # (used, free): the quota shrinks free space by 5 GiB more than the run's own files grow
+    samples = iter([(10 * gib, 40 * gib), (25 * gib, 20 * gib), (18 * gib, 30 * gib)] + [(12 * gib, 38 * gib)] * 1000)
+    monkeypatch.setattr(run_stages.DiskWatch, "usage", lambda self: next(samples))
     with run_stages.DiskWatch(tmp_path, every=0.01) as watch:
         time.sleep(0.2)
-    assert watch.start_free == 40 * 2**30
-    assert watch.peak_gib == 10
+    assert watch.start_free == 40 * gib
+    assert watch.lowest_free == 20 * gib
+    assert watch.peak_gib == 15
