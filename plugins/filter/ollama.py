@@ -74,6 +74,13 @@ def ollama_model_drift(show: t.Any, parameters: t.Any, digest: t.Any = None) -> 
     return ollama_render.model_drift(_plain(show, "show") or None, _plain(parameters, "parameters"), digest)
 
 
+def ollama_pull_state(models: t.Any, tags: t.Any) -> dict[str, list[dict[str, t.Any]]]:
+    """Which ollama_models to pull, and which pinned ones Ollama holds under another digest."""
+    if not isinstance(models, Sequence) or isinstance(models, str):
+        raise AnsibleFilterError(f"ollama_models must be a list, not a {type(models).__name__}")
+    return ollama_render.pull_state([_plain(m, "ollama_models entry") for m in models], _plain(tags, "tags"))
+
+
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
@@ -82,4 +89,5 @@ class FilterModule:
             "ollama_release_sha256": ollama_release_sha256,
             "ollama_modelfile": ollama_modelfile,
             "ollama_model_drift": ollama_model_drift,
+            "ollama_pull_state": ollama_pull_state,
         }

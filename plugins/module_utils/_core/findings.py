@@ -51,6 +51,7 @@ FINDING_IDS: Dict[str, str] = {
     "ollama-flash-attention-gpu": "flash attention asked on a GPU that cannot use it",
     "ollama-kv-quantized-without-fa": "a quantized Ollama KV cache without flash attention",
     "ollama-parallel-forced": "Ollama serves the architecture one request at a time",
+    "ollama-pull-digest": "a pulled Ollama model without a digest pin (a mutable tag), or a malformed one",
     "ollama-partial-offload": "layers left on the CPU",
     "ollama-version-unverified": "an Ollama newer than the source the budget was traced to",
     "ollama-vram-exceeded": "a GPU overflows with the pinned num_gpu",

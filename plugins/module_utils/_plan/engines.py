@@ -25,7 +25,11 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     vllm_key_findings,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._plan.ollama_plan import ollama_plan
-from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import ollama_checksum_findings, ray_findings
+from ansible_collections.inferops.llm.plugins.module_utils._plan.refusals import (
+    ollama_checksum_findings,
+    ollama_pull_findings,
+    ray_findings,
+)
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_cpu_plan import vllm_cpu_plan
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_plan import vllm_plan
 
@@ -73,6 +77,7 @@ class _VllmPlanner(EnginePlanner):
             version_variable = f"{STANDBY_VAR}.version"
             found += plan_findings(
                 ollama_checksum_findings(variables, hardware.get("architecture"), standby, version_variable)
+                + ollama_pull_findings(variables)
             )
         if cluster is not None and cluster.backend == "ray":
             head = cluster.role == "head"
@@ -117,7 +122,9 @@ class OllamaPlanner(EnginePlanner):
         hardware: Mapping[str, Any],
         cluster: Optional[ClusterContext],
     ) -> List[Dict[str, Any]]:
-        return plan_findings(ollama_checksum_findings(variables, hardware.get("architecture")))
+        return plan_findings(
+            ollama_checksum_findings(variables, hardware.get("architecture")) + ollama_pull_findings(variables)
+        )
 
 
 # (inputs.engine, inputs.device) -> its planner: the registry, the one place that names the engines here.

@@ -65,6 +65,47 @@ def ollama_checksum_findings(
     ]
 
 
+# A digest as GET /api/tags reports a model (the sha256 of its manifest), with or without "sha256:".
+_DIGEST_RE = re.compile(r"(?:sha256:)?[0-9a-f]{64}")
+
+
+def ollama_pull_findings(variables: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The pulled models of ollama_models (roles/ollama/tasks/models.yml): a registry tag can be moved to other
+    weights, so a ``pull:`` without ``digest:`` is a warning (two hosts converged a week apart may serve different
+    weights); a ``digest:`` that is no sha256 is an error, which the ollama role's preflight refuses."""
+    models = variables.get("ollama_models")
+    found: List[Dict[str, Any]] = []
+    for index, entry in enumerate(models if isinstance(models, list) else []):
+        if not isinstance(entry, Mapping) or "pull" not in entry:
+            continue
+        digest = entry.get("digest")
+        variable = f"ollama_models[{index}].digest"
+        if digest is None:
+            found.append(
+                finding_entry(
+                    "ollama-pull-digest",
+                    "warning",
+                    f"{variable} is not set: ollama_models[{index}] pulls the tag {str(entry['pull'])[:80]!r}, which "
+                    "its registry can move to other weights, so hosts converged at different times may serve "
+                    "different models. Pin it with the digest Ollama reports for the tag (the 'digest' of GET "
+                    "/api/tags after a pull; 'ollama list' shows its first 12 characters); the ollama role then "
+                    "refuses any other",
+                    variable,
+                )
+            )
+        elif not (isinstance(digest, str) and _DIGEST_RE.fullmatch(digest)):
+            found.append(
+                finding_entry(
+                    "ollama-pull-digest",
+                    "error",
+                    f"{variable} is not a sha256 digest (64 lowercase hex characters, optionally after 'sha256:'), "
+                    "which the ollama role refuses before any change; take the tag's digest from GET /api/tags",
+                    variable,
+                )
+            )
+    return found
+
+
 # The Ray release both roles pin by default: the ray role's ray_version (every node) and the vllm role's
 # vllm_ray_version (ray[default] beside vLLM on the head); tests/unit/.../test_role_refusals.py holds them equal.
 DEFAULT_RAY_VERSION = "2.60.0"

@@ -17,6 +17,9 @@ parameters, system=None, template=None) -> str``: the Modelfile of an imported G
 
 ``model_drift(show, wanted_parameters, wanted_digest=None) -> list``: how the model Ollama reports
 (``POST /api/show``) differs from what is wanted; empty when it matches.
+
+``pull_state(models, tags) -> dict``: which pulled models of ``ollama_models`` to pull, given what Ollama holds
+(``GET /api/tags``), and which pinned ones (``digest``) it holds under another digest.
 """
 
 from __future__ import annotations
@@ -219,3 +222,34 @@ def model_drift(
         if f"sha256-{digest}" not in str(show.get("modelfile") or ""):
             drift.append(f"weights are not the wanted GGUF (sha256 {digest[:12]})")
     return drift
+
+
+def _tag(name: str) -> str:
+    """A model name as /api/tags lists it: Ollama adds ``:latest`` to a name without a tag."""
+    last = name.rsplit("/", 1)[-1]
+    return name if ":" in last else f"{name}:latest"
+
+
+def pull_state(models: Sequence[Any], tags: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+    """``pull``: the entries of ``ollama_models`` with ``pull`` that Ollama lacks, or holds under another digest
+    than their ``digest`` pin; ``mismatch``: the pinned ones it holds under another digest (after a pull: the
+    registry's tag is not the pinned model). Each item: ``index``, ``pull``, ``wanted`` (the pin's hex, or None)
+    and ``found`` (the digest Ollama reports, or None)."""
+    held = {}
+    for model in (tags or {}).get("models") or []:
+        if isinstance(model, Mapping):
+            held[_tag(str(model.get("name") or model.get("model") or ""))] = str(model.get("digest") or "")
+    state: Dict[str, List[Dict[str, Any]]] = {"pull": [], "mismatch": []}
+    for index, entry in enumerate(models or []):
+        if not isinstance(entry, Mapping) or "pull" not in entry:
+            continue
+        name = str(entry["pull"])
+        wanted = str(entry["digest"]).removeprefix("sha256:") if entry.get("digest") else None
+        found = held.get(_tag(name))
+        item = {"index": index, "pull": name, "wanted": wanted, "found": found}
+        if found is None:
+            state["pull"].append(item)
+        elif wanted and found.removeprefix("sha256:") != wanted:
+            state["pull"].append(item)
+            state["mismatch"].append(item)
+    return state

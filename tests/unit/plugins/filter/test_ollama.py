@@ -18,6 +18,7 @@ def test_filters_are_registered():
         "ollama_environment",
         "ollama_modelfile",
         "ollama_model_drift",
+        "ollama_pull_state",
         "ollama_release_sha256",
     }
 
@@ -49,3 +50,11 @@ def test_errors_become_filter_errors():
     with pytest.raises(AnsibleFilterError, match="must be a mapping"):
         FILTERS["ollama_environment"](["not", "a", "mapping"], {})
     assert FILTERS["ollama_model_drift"](None, {"num_ctx": "8"}) == ["model is not present"]
+
+
+def test_pull_state_from_read_only_mappings():
+    models = (MappingProxyType({"pull": "qwen3:8b", "digest": "a" * 64}),)
+    state = FILTERS["ollama_pull_state"](models, MappingProxyType({"models": ()}))
+    assert state["pull"] == [{"index": 0, "pull": "qwen3:8b", "wanted": "a" * 64, "found": None}]
+    with pytest.raises(AnsibleFilterError, match="ollama_models must be a list"):
+        FILTERS["ollama_pull_state"]("qwen3:8b", {})

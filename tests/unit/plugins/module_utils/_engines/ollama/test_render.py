@@ -183,3 +183,26 @@ def test_parse_show_parameters_collects_repeated_names_and_unquotes():
         "stop": ["<|im_end|>", 'a"b'],
         "top_k": "20",
     }
+
+
+PULL_CASES = yaml.safe_load((Path(__file__).parent / "pull_state_cases.yml").read_text())["cases"]
+
+
+def _hex(value):
+    """A case's digest letter as a 64-hex digest ("sha256:" kept)."""
+    if value is None:
+        return None
+    prefix, _, letter = value.rpartition(":")
+    return f"{prefix}:{letter * 64}" if prefix else letter * 64
+
+
+@pytest.mark.parametrize("case", PULL_CASES, ids=[c["name"] for c in PULL_CASES])
+def test_pull_state(case):
+    models = [{**m, **({"digest": _hex(m["digest"])} if "digest" in m else {})} for m in case["models"]]
+    tags = {"models": [{"name": name, "model": name, "digest": _hex(d)} for name, d in case["held"].items()]}
+    state = r.pull_state(models, tags)
+    assert [item["index"] for item in state["pull"]] == case["pull"]
+    assert [item["index"] for item in state["mismatch"]] == case["mismatch"]
+    for item in state["mismatch"]:
+        pinned = _hex(case["models"][item["index"]]["digest"]).removeprefix("sha256:")
+        assert item["wanted"] == pinned != item["found"], item
