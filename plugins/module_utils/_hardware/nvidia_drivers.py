@@ -30,7 +30,8 @@ Sources (each section of nvidia_drivers.json names its own; docs/nvidia_driver.m
   archive carries (``distribution_branch``).
 * The key of each release's directory of NVIDIA's CUDA repository and its fingerprint (``cuda_repo_keys``):
   NVIDIA's driver installation guide and github.com/NVIDIA/cuda-repo-management; the role checks the
-  downloaded key against it before apt trusts it (``_core/openpgp.py``).
+  downloaded key against it before apt trusts it (``_core/openpgp.py``); the same for the container toolkit
+  repository's key (``container_toolkit_key``).
 
 Public API (plain types in, plain types out; ``ValueError`` messages name the variable to fix):
 
@@ -52,6 +53,7 @@ Public API (plain types in, plain types out; ``ValueError`` messages name the va
 ``APT_PIN_PACKAGES`` and ``UNATTENDED_BLACKLIST``: the apt preferences and unattended-upgrades patterns.
 ``apt_version_for(madison, version) -> str | None``: the archive version of an upstream driver version.
 ``cuda_repo_key(distribution, release) -> dict``: ``{"file": "3bf863cc.pub", "fingerprints": [...]}``.
+``CONTAINER_TOOLKIT_KEY_FINGERPRINTS``: the pinned fingerprints of the container toolkit repository's key.
 ``driver_plan(...) -> dict``: everything the role needs, with ``errors`` naming the variables to fix.
 """
 
@@ -109,6 +111,7 @@ _CUDA_REPO_KEYS: Dict[Tuple[str, str], Dict[str, Any]] = {
     for name, releases in DRIVER_DATA["cuda_repo_keys"]["releases"].items()
     for release, key in releases.items()
 }
+CONTAINER_TOOLKIT_KEY_FINGERPRINTS: Tuple[str, ...] = tuple(DRIVER_DATA["container_toolkit_key"]["fingerprints"])
 _BRANCHES: Dict[str, str] = DRIVER_DATA["branches"]
 NVIDIA_DEFAULT_BRANCH: str = _BRANCHES["nvidia_default"]
 _OPEN_DEFAULT_FROM_BRANCH = int(_BRANCHES["open_default_from"])
@@ -607,6 +610,7 @@ def driver_plan(
         "fabricmanager": None,
         "cuda_repo_dir": None,
         "cuda_repo_key": None,
+        "container_toolkit_key_fingerprints": list(CONTAINER_TOOLKIT_KEY_FINGERPRINTS),
         "apt_pin_packages": APT_PIN_PACKAGES,
         "unattended_blacklist": list(UNATTENDED_BLACKLIST),
         "errors": errors,

@@ -21,6 +21,7 @@ NOT_SECRETS = {
     "nvidia_driver_cuda_repo_key": "the file name of NVIDIA's public repository key",
     "nvidia_driver_cuda_repo_key_fingerprints": "the fingerprints of NVIDIA's public repository key",
     "nvidia_driver_container_toolkit_key_url": "the URL of a public signing key",
+    "nvidia_driver_container_toolkit_key_fingerprints": "the fingerprints of NVIDIA's public toolkit repository key",
     "vllm_benchmark_output_tokens": "a token count",
 }
 

@@ -323,6 +323,15 @@ def test_cuda_repo_key_per_release(distribution, release, file, fingerprint):
     assert fingerprint.endswith(file.split(".")[0].upper())
 
 
+def test_the_container_toolkit_key_is_pinned_in_every_plan():
+    (fingerprint,) = nd.CONTAINER_TOOLKIT_KEY_FINGERPRINTS
+    assert re.fullmatch(r"[0-9A-F]{40}", fingerprint)
+    for source in ("nvidia", "distribution"):
+        assert nd.driver_plan([], "Debian", "12", "x86_64", source)["container_toolkit_key_fingerprints"] == [
+            fingerprint
+        ]
+
+
 def test_every_supported_release_has_a_cuda_repo_key():
     for name, releases in nd.SUPPORTED_RELEASES.items():
         for release in releases:
@@ -463,6 +472,7 @@ def test_every_section_of_the_driver_data_names_its_source():
         "distribution_branch",
         "branches",
         "cuda_repo_keys",
+        "container_toolkit_key",
     }
     for name, section in sections.items():
         assert isinstance(section.get("source"), str) and len(section["source"]) > 40, name
