@@ -68,10 +68,13 @@ def _decode_errors(records: List[Dict[str, Any]], models: Dict[str, Any]) -> Lis
 LAYER_OVERHEAD_KEY = {"vllm": "cudagraph", "llama.cpp": "llama.cpp"}
 
 
+def _devices(record: Dict[str, Any]) -> int:
+    return int(record.get("pipeline_parallel_size") or 1) * int(record.get("tensor_parallel_size") or 1)
+
+
 def _graphs(record: Dict[str, Any]) -> bool:
     """Whether the record's llama.cpp build decodes with CUDA graphs (performance.json ``llama_cpp_eras``)."""
-    stages = int(record.get("pipeline_parallel_size") or 1) * int(record.get("tensor_parallel_size") or 1)
-    return model.llama_cpp_cuda_graphs(record.get("llama_cpp_build_date"), stages)
+    return model.llama_cpp_cuda_graphs(record.get("llama_cpp_build_date"), _devices(record))
 
 
 def _bisect(records: List[Dict[str, Any]], models: Dict[str, Any], section: str, key: str) -> float:
@@ -91,11 +94,11 @@ def _bisect(records: List[Dict[str, Any]], models: Dict[str, Any], section: str,
 
 def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") -> float:
     """``layer_overhead_us`` of ``engine``: the per-layer fixed cost (us at 2 GHz) at which the median signed
-    error of single-stream decode over the calibration records of ``engine`` is zero. llama.cpp: the records
-    whose build decodes with CUDA graphs (one device, a build after the graphs), the cost ``no_graph_layer_us``
-    adds to."""
+    error of single-stream decode over the calibration records of ``engine`` is zero. llama.cpp: the single-device
+    records whose build decodes with CUDA graphs, the cost ``no_graph_layer_us`` adds to (a split's records also
+    hold the hand-off between its devices)."""
     records, models = calibration_records(loader)
-    records = [r for r in records if r["engine"] == engine and (engine != "llama.cpp" or _graphs(r))]
+    records = [r for r in records if r["engine"] == engine and (engine != "llama.cpp" or (_graphs(r) and _devices(r) == 1))]
     if not records:
         raise ValueError(f"no calibration record of engine {engine!r} to fit on")
     return _bisect(records, models, "layer_overhead_us", LAYER_OVERHEAD_KEY[engine])
@@ -106,13 +109,7 @@ def fit_no_graph_layer_us(loader: Loader = accuracy.load) -> float:
     CUDA graphs, fitted on the calibration records of single-device builds from before the graphs (so that the
     split records, whose cost also holds the hand-off, do not set it)."""
     records, models = calibration_records(loader)
-    chosen = [
-        r
-        for r in records
-        if r["engine"] == "llama.cpp"
-        and not _graphs(r)
-        and int(r.get("pipeline_parallel_size") or 1) * int(r.get("tensor_parallel_size") or 1) == 1
-    ]
+    chosen = [r for r in records if r["engine"] == "llama.cpp" and not _graphs(r) and _devices(r) == 1]
     if not chosen:
         raise ValueError("no calibration record of a llama.cpp build without CUDA graphs to fit on")
     return _bisect(chosen, models, "llama_cpp_eras", "no_graph_layer_us")

@@ -374,8 +374,8 @@ def fused_moe_seconds(spec: GpuSpec, kernel_format: str, experts_touched: float,
 
 def llama_cpp_cuda_graphs(build_date: Optional[str], stages: int = 1) -> bool:
     """Whether a llama.cpp build of ``build_date`` (ISO date; None: the newest) decodes with CUDA graphs on a replica
-    of ``stages`` pipeline stages (performance.json ``llama_cpp_eras``): not before the graphs were merged, and not
-    on a split over several devices (the layer split, or layers left on the CPU) in any era found so far."""
+    of ``stages`` pipeline stages (performance.json ``llama_cpp_eras``): not before the graphs were merged, and on a
+    split over several devices (the layer split, or layers left on the CPU) only from the build that keeps them."""
     eras = CONSTANTS["llama_cpp_eras"]
     if build_date is not None and str(build_date) < str(eras["cuda_graphs_from"]):
         return False

@@ -305,8 +305,10 @@ def test_output_throughput_counts_every_prompt_against_the_decode_steps():
         ("2024-04-19", 1, False),  # before llama.cpp PR #6766 (merged 2024-05-08)
         ("2024-05-08", 1, True),
         ("2025-05-24", 2, False),  # build 5470: the layer split loses its graphs (issue #13751)
+        ("2025-05-30", 2, True),  # llama.cpp PR #13814 keeps them
+        ("2025-05-30", 1, True),
         (None, 1, True),  # the plan without a known build: the newest
-        (None, 3, False),
+        (None, 3, True),
     ],
 )
 def test_llama_cpp_eras_decide_the_cuda_graphs(build_date, stages, graphs):
@@ -315,9 +317,11 @@ def test_llama_cpp_eras_decide_the_cuda_graphs(build_date, stages, graphs):
     assert llama_cpp_cuda_graphs(build_date, stages) is graphs
 
 
-def test_a_llama_cpp_split_pays_the_layer_cost_of_decoding_without_graphs():
-    """A layer split over two GPUs is slower per token than one GPU holding the same layers at the same speed:
-    every layer pays llama_cpp_eras.no_graph_layer_us, and the boundary its hand-off (issue #27)."""
+@pytest.mark.parametrize("build_date, graphs", [("2025-05-24", False), ("2025-05-30", True), (None, True)])
+def test_a_llama_cpp_split_pays_its_hand_off_and_before_mid_2025_the_lost_graphs(build_date, graphs):
+    """A layer split over two GPUs is slower per token than one GPU holding the same layers at the same speed: the
+    boundary costs its hand-off, and in builds that lose CUDA graphs on a split every layer pays
+    llama_cpp_eras.no_graph_layer_us (issue #27)."""
     from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
         CONSTANTS,
         KvTraffic,
@@ -331,7 +335,9 @@ def test_a_llama_cpp_split_pays_the_layer_cost_of_decoding_without_graphs():
     _arch, traffic, _predictors = _h100_predictors("meta-llama/Llama-3.1-8B-Instruct", "bf16")
     spec, _known = spec_for("NVIDIA H100 80GB HBM3")
     layers = traffic.num_layers
-    one = Predictor(traffic, [Stage(0, layers, spec, None, None, True)], 1, KvTraffic(0.0, 0.0), "llama.cpp")
+    one = Predictor(
+        traffic, [Stage(0, layers, spec, None, None, True)], 1, KvTraffic(0.0, 0.0), "llama.cpp", build_date=build_date
+    )
     facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81920} for i in range(2)]
     topo = Topology(gpus_from_facts(facts), {"matrix": [["X", "PHB"], ["PHB", "X"]]})
     half = layers // 2
@@ -339,8 +345,8 @@ def test_a_llama_cpp_split_pays_the_layer_cost_of_decoding_without_graphs():
         Stage(0, half, spec, None, handoff_link(topo, 0, 1), False),
         Stage(half, layers, spec, None, None, True),
     ]
-    split = Predictor(traffic, stages, 1, KvTraffic(0.0, 0.0), "llama.cpp")
+    split = Predictor(traffic, stages, 1, KvTraffic(0.0, 0.0), "llama.cpp", build_date=build_date)
     gap = split.decode_step(1.0, 1024)[0] - one.decode_step(1.0, 1024)[0]
     per_layer = float(CONSTANTS["llama_cpp_eras"]["no_graph_layer_us"]) * 1e-6 * 2000.0 / spec.boost_clock_mhz
     handoff = stages[0].handoff.latency_s + traffic.hidden_size * 4.0 / stages[0].handoff.bandwidth
-    assert gap == pytest.approx(layers * per_layer + handoff, rel=0.05)
+    assert gap == pytest.approx((0.0 if graphs else layers * per_layer) + handoff, rel=0.05)
