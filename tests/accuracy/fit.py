@@ -98,7 +98,9 @@ def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") 
     records whose build decodes with CUDA graphs, the cost ``no_graph_layer_us`` adds to (a split's records also
     hold the hand-off between its devices)."""
     records, models = calibration_records(loader)
-    records = [r for r in records if r["engine"] == engine and (engine != "llama.cpp" or (_graphs(r) and _devices(r) == 1))]
+    records = [
+        r for r in records if r["engine"] == engine and (engine != "llama.cpp" or (_graphs(r) and _devices(r) == 1))
+    ]
     if not records:
         raise ValueError(f"no calibration record of engine {engine!r} to fit on")
     return _bisect(records, models, "layer_overhead_us", LAYER_OVERHEAD_KEY[engine])
@@ -205,7 +207,8 @@ def main() -> int:
         now = model.CONSTANTS["layer_overhead_us"][key]
         print(f"layer_overhead_us.{key}: fitted {fitted:g}, performance.json {now:g}")
     eras = model.CONSTANTS["llama_cpp_eras"]
-    print(f"llama_cpp_eras.no_graph_layer_us: fitted {fit_no_graph_layer_us():g}, performance.json {eras['no_graph_layer_us']:g}")
+    no_graph = fit_no_graph_layer_us()
+    print(f"llama_cpp_eras.no_graph_layer_us: fitted {no_graph:g}, performance.json {eras['no_graph_layer_us']:g}")
     tile = fit_expert_tile_bytes()
     now = model.CONSTANTS["moe_routing"]["expert_tile_bytes"]
     print(f"moe_routing.expert_tile_bytes: fitted {tile:g}, performance.json {now:g}")

@@ -322,6 +322,7 @@ def test_a_llama_cpp_split_pays_its_hand_off_and_before_mid_2025_the_lost_graphs
     """A layer split over two GPUs is slower per token than one GPU holding the same layers at the same speed: the
     boundary costs its hand-off, and in builds that lose CUDA graphs on a split every layer pays
     llama_cpp_eras.no_graph_layer_us (issue #27)."""
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
     from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
         CONSTANTS,
         KvTraffic,
@@ -330,7 +331,6 @@ def test_a_llama_cpp_split_pays_its_hand_off_and_before_mid_2025_the_lost_graphs
         handoff_link,
         spec_for,
     )
-    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
 
     _arch, traffic, _predictors = _h100_predictors("meta-llama/Llama-3.1-8B-Instruct", "bf16")
     spec, _known = spec_for("NVIDIA H100 80GB HBM3")
