@@ -68,24 +68,53 @@ def _decode_errors(records: List[Dict[str, Any]], models: Dict[str, Any]) -> Lis
 LAYER_OVERHEAD_KEY = {"vllm": "cudagraph", "llama.cpp": "llama.cpp"}
 
 
-def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") -> float:
-    """``layer_overhead_us`` of ``engine``: the per-layer fixed cost (us at 2 GHz) at which the median signed
-    error of single-stream decode over the calibration records of ``engine`` is zero (bisection; the
-    prediction falls as the overhead grows)."""
-    records, models = calibration_records(loader)
-    records = [r for r in records if r["engine"] == engine]
-    if not records:
-        raise ValueError(f"no calibration record of engine {engine!r} to fit on")
+def _devices(record: Dict[str, Any]) -> int:
+    return int(record.get("pipeline_parallel_size") or 1) * int(record.get("tensor_parallel_size") or 1)
+
+
+def _graphs(record: Dict[str, Any]) -> bool:
+    """Whether the record's llama.cpp build decodes with CUDA graphs (performance.json ``llama_cpp_eras``)."""
+    return model.llama_cpp_cuda_graphs(record.get("llama_cpp_build_date"), _devices(record))
+
+
+def _bisect(records: List[Dict[str, Any]], models: Dict[str, Any], section: str, key: str) -> float:
+    """The value of ``section.key`` (0-400) at which the median signed single-stream decode error of ``records`` is
+    zero (bisection; the prediction falls as the cost grows)."""
     low, high = 0.0, 400.0
     for _step in range(60):
         middle = (low + high) / 2.0
-        with constant("layer_overhead_us", LAYER_OVERHEAD_KEY[engine], middle):
+        with constant(section, key, middle):
             errors = _decode_errors(records, models)
         if statistics.median(errors) > 0.0:
             low = middle  # predicted too fast: more overhead
         else:
             high = middle
     return round((low + high) / 2.0, 1)
+
+
+def fit_layer_overhead_us(loader: Loader = accuracy.load, engine: str = "vllm") -> float:
+    """``layer_overhead_us`` of ``engine``: the per-layer fixed cost (us at 2 GHz) at which the median signed
+    error of single-stream decode over the calibration records of ``engine`` is zero. llama.cpp: the single-device
+    records whose build decodes with CUDA graphs, the cost ``no_graph_layer_us`` adds to (a split's records also
+    hold the hand-off between its devices)."""
+    records, models = calibration_records(loader)
+    records = [
+        r for r in records if r["engine"] == engine and (engine != "llama.cpp" or (_graphs(r) and _devices(r) == 1))
+    ]
+    if not records:
+        raise ValueError(f"no calibration record of engine {engine!r} to fit on")
+    return _bisect(records, models, "layer_overhead_us", LAYER_OVERHEAD_KEY[engine])
+
+
+def fit_no_graph_layer_us(loader: Loader = accuracy.load) -> float:
+    """``llama_cpp_eras.no_graph_layer_us``: what a layer costs llama.cpp on top of ``layer_overhead_us`` without
+    CUDA graphs, fitted on the calibration records of single-device builds from before the graphs (so that the
+    split records, whose cost also holds the hand-off, do not set it)."""
+    records, models = calibration_records(loader)
+    chosen = [r for r in records if r["engine"] == "llama.cpp" and not _graphs(r) and _devices(r) == 1]
+    if not chosen:
+        raise ValueError("no calibration record of a llama.cpp build without CUDA graphs to fit on")
+    return _bisect(chosen, models, "llama_cpp_eras", "no_graph_layer_us")
 
 
 MOE_KERNELS = accuracy.FIXTURES / "moe_kernels.yml"
@@ -177,6 +206,9 @@ def main() -> int:
         fitted = fit_layer_overhead_us(engine=engine)
         now = model.CONSTANTS["layer_overhead_us"][key]
         print(f"layer_overhead_us.{key}: fitted {fitted:g}, performance.json {now:g}")
+    eras = model.CONSTANTS["llama_cpp_eras"]
+    no_graph = fit_no_graph_layer_us()
+    print(f"llama_cpp_eras.no_graph_layer_us: fitted {no_graph:g}, performance.json {eras['no_graph_layer_us']:g}")
     tile = fit_expert_tile_bytes()
     now = model.CONSTANTS["moe_routing"]["expert_tile_bytes"]
     print(f"moe_routing.expert_tile_bytes: fitted {tile:g}, performance.json {now:g}")

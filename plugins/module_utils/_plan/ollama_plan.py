@@ -8,12 +8,14 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import MIB, gib
+from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_tuple
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budget import (
     architecture_from_shape,
     ollama_budget,
     shape_from_architecture,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.checks import check_ollama
+from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.releases import llama_cpp_of
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.render import ollama_environment
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.settings import (
     OLLAMA_SETTINGS,
@@ -180,6 +182,7 @@ def ollama_plan(inputs: HostInputs, gear: Hardware) -> Dict[str, Any]:
             int(budget["settings"].get("num_parallel") or 1),
             int(budget["settings"].get("context_length") or 4096),
             int(budget["settings"].get("num_batch") or 512),
+            llama_cpp_date=llama_cpp_of(version_tuple(inputs.engine_version)).get("date"),
         ),
         [],
         [str(by_index[i].get("name") or "") for i in used_gpus],

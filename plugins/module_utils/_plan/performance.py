@@ -372,6 +372,17 @@ def fused_moe_seconds(spec: GpuSpec, kernel_format: str, experts_touched: float,
     return stream + latency / spec.boost_clock_mhz * 1e-6
 
 
+def llama_cpp_cuda_graphs(build_date: Optional[str], stages: int = 1) -> bool:
+    """Whether a llama.cpp build of ``build_date`` (ISO date; None: the newest) decodes with CUDA graphs on a replica
+    of ``stages`` pipeline stages (performance.json ``llama_cpp_eras``): not before the graphs were merged, and on a
+    split over several devices (the layer split, or layers left on the CPU) only from the build that keeps them."""
+    eras = CONSTANTS["llama_cpp_eras"]
+    if build_date is not None and str(build_date) < str(eras["cuda_graphs_from"]):
+        return False
+    keeps = eras["split_keeps_graphs_from"]
+    return stages <= 1 or (keeps is not None and (build_date is None or str(build_date) >= str(keeps)))
+
+
 class Predictor:
     """Speed of one replica layout for one model and engine; ``figures`` gives the report's numbers."""
 
@@ -384,6 +395,7 @@ class Predictor:
         engine: str = "vllm",
         enforce_eager: bool = False,
         version: Optional[Sequence[int]] = None,
+        build_date: Optional[str] = None,
     ):
         self.traffic = traffic
         self.stages = list(stages)
@@ -402,6 +414,10 @@ class Predictor:
         overhead = CONSTANTS["layer_overhead_us"]
         key = engine if engine != "vllm" else ("eager" if enforce_eager else "cudagraph")
         self.layer_overhead = float(overhead[key]) * 1e-6
+        # llama.cpp: the build's era decides whether CUDA graphs hide the per-layer launch costs (llama_cpp_eras)
+        self.cuda_graphs = llama_cpp_cuda_graphs(build_date, len(self.stages)) if engine == "llama.cpp" else None
+        if self.cuda_graphs is False:
+            self.layer_overhead += float(CONSTANTS["llama_cpp_eras"]["no_graph_layer_us"]) * 1e-6
         self.state_overhead = float(CONSTANTS["recurrent_layer_overhead_us"][engine]) * 1e-6
         self.moe_routing = _moe_routing_seconds(engine, enforce_eager, traffic.kernel_format)
         # vLLM's fixed cost per step is a fact of its release (_engines/vllm/releases.json step_overhead_ms);

@@ -309,9 +309,11 @@ def ollama_performance(
     context_length: int,
     num_batch: int,
     host_bandwidth_gbps: Optional[float] = None,
+    llama_cpp_date: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The performance section of an Ollama host: llama.cpp runs its layer split one GPU after another, and
-    the layers left on the CPU at the host's memory bandwidth. No alternatives: Ollama chooses its split."""
+    the layers left on the CPU at the host's memory bandwidth. No alternatives: Ollama chooses its split.
+    ``llama_cpp_date``: the date of the llama.cpp the release runs (its era; None: the newest)."""
     traffic = traffic_for(served, weights, params, None, gguf=True)
     blocks = traffic.num_layers
     gpu_blocks = [int(g["layers"]) for g in per_gpu]
@@ -335,7 +337,7 @@ def ollama_performance(
     kv = KvTraffic(float(attention_bytes_per_token(served, "auto", 1)), 0.0)
     if served.is_hybrid:
         kv = KvTraffic(kv.attention_bytes_per_token, float(gdn_state_bytes(served, 1)["page_bytes"]))
-    predictor = Predictor(traffic, stages, 1, kv, "llama.cpp")
+    predictor = Predictor(traffic, stages, 1, kv, "llama.cpp", build_date=llama_cpp_date)
     figures = predict(
         predictor,
         workload,

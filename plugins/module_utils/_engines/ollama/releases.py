@@ -14,6 +14,7 @@ Public API:
 ``MIN_SUPPORTED`` / ``VERIFIED_UP_TO``: the oldest planned release and the newest whose source was read.
 ``FORCED_SINGLE_PARALLEL`` (dict): GGUF architecture -> first release forcing parallel 1.
 ``first_release_with(architecture) -> tuple | None``: the first release that loads a recorded architecture.
+``llama_cpp_of(version) -> dict``: the llama.cpp a release runs (date, commit, build where known).
 ``release_sha256(version) -> dict``: ``{"amd64": hex, "arm64": hex}`` of exactly that release ({} if none).
 """
 
@@ -51,6 +52,18 @@ def release_record(version: Release) -> Dict[str, Any]:
         if number <= tuple(version):
             found = RELEASES[text]
     return found
+
+
+def llama_cpp_of(version: Optional[Release]) -> Dict[str, Any]:
+    """The llama.cpp ``version`` runs (record field ``llama_cpp``: date, commit, build): that of the newest record at
+    or before it that names one; {} for ``None``, so that the caller takes the newest build."""
+    if version is None:
+        return {}
+    found: Dict[str, Any] = {}
+    for number, text in _ORDERED:
+        if number <= tuple(version) and RELEASES[text].get("llama_cpp"):
+            found = RELEASES[text]["llama_cpp"]
+    return found or dict(RELEASES[_ORDERED[0][1]].get("llama_cpp") or {})
 
 
 def first_release_with(architecture: str) -> Optional[Release]:

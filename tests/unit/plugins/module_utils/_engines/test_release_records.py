@@ -184,3 +184,21 @@ def test_adding_a_release_is_adding_its_record(tmp_path, monkeypatch):
     assert added.vllm_wheel_cuda("0.34.0") == "13.0"
     with pytest.raises(ValueError, match="newer than the releases"):
         vllm.vllm_version("0.34.0")  # the collection itself has no 0.34.0 record (not on PyPI on 2026-11-26)
+
+
+@pytest.mark.parametrize(
+    "version, date, build",
+    [
+        ((0, 9, 7), "2025-05-12", None),  # vendored commit de4c07f93, before llama.cpp PR #13814
+        ((0, 12, 11), "2025-11-06", 6840),
+        ((0, 30, 1), "2026-05-29", 9452),  # a patch without a record: the release before it
+        ((0, 35, 0), "2026-08-10", 10353),  # a record without llama_cpp: the newest one before it that has one
+    ],
+)
+def test_an_ollama_release_maps_to_the_llama_cpp_it_runs(version, date, build):
+    """The performance model takes the llama.cpp era of an Ollama release from its record (issue #27)."""
+    found = ollama.llama_cpp_of(version)
+    assert found["date"] == date
+    assert found.get("build") == build
+    assert ollama.llama_cpp_of(None) == {}
+    assert "llama_cpp" in ollama.RELEASE_DATA["fields"]

@@ -98,3 +98,12 @@ def test_the_published_custom_vs_nccl_gap_is_met_within_a_fifth():
     latency = fit.model.CONSTANTS["allreduce_latency_us"]
     measured = ab["5090x2-custom-p2p-vs-nccl-host-memory"]["gap_us"]
     assert abs((latency["pcie_no_p2p"] - latency["pcie_p2p_custom"]) / measured - 1.0) <= 0.2
+
+
+def test_the_no_graph_layer_cost_is_fitted_on_calibration_builds_before_cuda_graphs():
+    """llama_cpp_eras.no_graph_layer_us equals its fit on the calibration records of builds before CUDA graphs,
+    and that fit moves with those records, not with the validation ones (issue #27)."""
+    fitted = fit.fit_no_graph_layer_us()
+    assert abs(fitted - fit.model.CONSTANTS["llama_cpp_eras"]["no_graph_layer_us"]) <= 0.5
+    assert fit.fit_no_graph_layer_us(_loader(_scale_decode("validation", 10.0))) == fitted
+    assert fit.fit_no_graph_layer_us(_loader(_scale_decode("calibration", 0.8))) > fitted

@@ -297,3 +297,56 @@ def test_output_throughput_counts_every_prompt_against_the_decode_steps():
     # long answers leave the decode figure nearly untouched; short ones are dominated by their prompts
     assert predictor.output_throughput(1, 1152, 1024, 100000) == pytest.approx(predictor.aggregate(1, 1152), rel=0.01)
     assert predictor.output_throughput(64, 1152, 1024, 8) < 0.5 * predictor.aggregate(64, 1152)
+
+
+@pytest.mark.parametrize(
+    "build_date, stages, graphs",
+    [
+        ("2024-04-19", 1, False),  # before llama.cpp PR #6766 (merged 2024-05-08)
+        ("2024-05-08", 1, True),
+        ("2025-05-24", 2, False),  # build 5470: the layer split loses its graphs (issue #13751)
+        ("2025-05-30", 2, True),  # llama.cpp PR #13814 keeps them
+        ("2025-05-30", 1, True),
+        (None, 1, True),  # the plan without a known build: the newest
+        (None, 3, True),
+    ],
+)
+def test_llama_cpp_eras_decide_the_cuda_graphs(build_date, stages, graphs):
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import llama_cpp_cuda_graphs
+
+    assert llama_cpp_cuda_graphs(build_date, stages) is graphs
+
+
+@pytest.mark.parametrize("build_date, graphs", [("2025-05-24", False), ("2025-05-30", True), (None, True)])
+def test_a_llama_cpp_split_pays_its_hand_off_and_before_mid_2025_the_lost_graphs(build_date, graphs):
+    """A layer split over two GPUs is slower per token than one GPU holding the same layers at the same speed: the
+    boundary costs its hand-off, and in builds that lose CUDA graphs on a split every layer pays
+    llama_cpp_eras.no_graph_layer_us (issue #27)."""
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import Topology, gpus_from_facts
+    from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import (
+        CONSTANTS,
+        KvTraffic,
+        Predictor,
+        Stage,
+        handoff_link,
+        spec_for,
+    )
+
+    _arch, traffic, _predictors = _h100_predictors("meta-llama/Llama-3.1-8B-Instruct", "bf16")
+    spec, _known = spec_for("NVIDIA H100 80GB HBM3")
+    layers = traffic.num_layers
+    one = Predictor(
+        traffic, [Stage(0, layers, spec, None, None, True)], 1, KvTraffic(0.0, 0.0), "llama.cpp", build_date=build_date
+    )
+    facts = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81920} for i in range(2)]
+    topo = Topology(gpus_from_facts(facts), {"matrix": [["X", "PHB"], ["PHB", "X"]]})
+    half = layers // 2
+    stages = [
+        Stage(0, half, spec, None, handoff_link(topo, 0, 1), False),
+        Stage(half, layers, spec, None, None, True),
+    ]
+    split = Predictor(traffic, stages, 1, KvTraffic(0.0, 0.0), "llama.cpp", build_date=build_date)
+    gap = split.decode_step(1.0, 1024)[0] - one.decode_step(1.0, 1024)[0]
+    per_layer = float(CONSTANTS["llama_cpp_eras"]["no_graph_layer_us"]) * 1e-6 * 2000.0 / spec.boost_clock_mhz
+    handoff = stages[0].handoff.latency_s + traffic.hidden_size * 4.0 / stages[0].handoff.bandwidth
+    assert gap == pytest.approx((0.0 if graphs else layers * per_layer) + handoff, rel=0.05)
