@@ -72,7 +72,7 @@ class KeyRequired:
         path = scope.get("path", "")
         root_path = scope.get("root_path", "")
         if root_path and path.startswith(root_path):
-            path = path[len(root_path):]
+            path = path[len(root_path) :]
         if self.is_open(path) or self.has_key(scope):
             await self.app(scope, receive, send)
             return

@@ -66,7 +66,8 @@ def test_request(case):
         assert sent == []
         return
     kind = case["request"].get("type", "http")
-    if kind == "http" or "websocket.http.response" in case["request"].get("extensions", {"websocket.http.response": {}}):
+    denial = "websocket.http.response" in case["request"].get("extensions", {"websocket.http.response": {}})
+    if kind == "http" or denial:
         prefix = "" if kind == "http" else "websocket."
         assert [message["type"] for message in sent] == [prefix + "http.response.start", prefix + "http.response.body"]
         assert sent[0]["status"] == 401
