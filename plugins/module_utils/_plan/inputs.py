@@ -107,7 +107,7 @@ def defined_names(names: Iterable[str], raw: Mapping[str, Any], follow: bool = F
 
 def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> List[Dict[str, Any]]:
     """The errors the vllm role's preflight would raise after the driver and the download, for a vllm_host that
-    is not loopback: without vllm_api_key, and without vllm_allow_remote (vLLM checks the key on /v1 only).
+    is not loopback: without vllm_api_key, and without vllm_allow_remote (the key and the prompts travel in clear).
     ``defined``: the names the host defines, a key left empty excluded (defined_names; its value is never read)."""
     host = variables.get("vllm_host")
     if _is_unset(host) or str(host) in VLLM_LOOPBACK_HOSTS:
@@ -130,8 +130,8 @@ def vllm_key_findings(variables: Mapping[str, Any], defined: Iterable[str]) -> L
             finding_entry(
                 "vllm-allow-remote-required",
                 "error",
-                f"vllm_host is {host}, which is not loopback, and vLLM checks vllm_api_key on /v1 only (/tokenize, "
-                "/pooling, /invocations and /metrics answer without it, docs/security.md): the vllm role refuses it "
+                f"vllm_host is {host}, which is not loopback, and vLLM speaks plain HTTP (vllm_api_key and the "
+                "prompts cross the network in clear, docs/security.md): the vllm role refuses it "
                 "unless vllm_allow_remote is true. Use vllm_host: 127.0.0.1 (a gateway on the host reaches it "
                 "there), or admit only the gateway and Prometheus hosts with a firewall and set "
                 "vllm_allow_remote: true",
