@@ -30,13 +30,21 @@ CASES = yaml.safe_load((Path(__file__).parent / "drain_cases.yml").read_text(enc
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the drain writes root's files (run as root)")
 
 CALLER = """
-- name: Drain
-  ansible.builtin.include_role:
-    name: inferops.llm._common
-    tasks_from: drain
+- name: Ask for the drain in a handler, as the vllm role's restart does
+  ansible.builtin.command: "true"
+  changed_when: true
+  notify: Drain in a handler
+  when: "'drain' in test_steps and test_in_handler"
+
+- name: Run the handler
+  ansible.builtin.meta: flush_handlers
+
+- name: Drain (by path, as the engine roles include it)
+  ansible.builtin.include_tasks:
+    file: "{{ test_common }}/tasks/drain.yml"
   vars:
     _common_drain: "{{ test_drain }}"
-  when: "'drain' in test_steps"
+  when: "'drain' in test_steps and not test_in_handler"
 
 - name: Look at the drain file between the two steps
   ansible.builtin.stat:
@@ -59,6 +67,19 @@ CALLER = """
   vars:
     _common_drain: "{{ test_drain }}"
   when: "'undrain' in test_steps"
+"""
+
+HANDLERS = """
+- name: Drain in a handler
+  ansible.builtin.include_tasks: drain_by_path.yml
+"""
+
+DRAIN_BY_PATH = """
+- name: Drain, by path (a handler cannot run an include_role)
+  ansible.builtin.include_tasks:
+    file: "{{ test_common }}/tasks/drain.yml"
+  vars:
+    _common_drain: "{{ test_drain }}"
 """
 
 PLAYBOOK = """
@@ -126,12 +147,16 @@ def _run(tmp_path, case, port):
     tasks = tmp_path / "roles" / "caller" / "tasks"
     tasks.mkdir(parents=True)
     (tasks / "main.yml").write_text(CALLER)
+    (tasks / "drain_by_path.yml").write_text(DRAIN_BY_PATH)
+    (tasks.parent / "handlers").mkdir()
+    (tasks.parent / "handlers" / "main.yml").write_text(HANDLERS)
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     out = tmp_path / "out"
     out.mkdir()
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps({"test_drain": drain, "test_steps": case["steps"], "test_out": str(out),
-                                 "_common_drain_dir": str(drain_dir),
+                                 "test_common": str(ROOT / "roles" / "_common"), "_common_drain_dir": str(drain_dir),
+                                 "test_in_handler": case.get("in_handler", False),
                                  "ansible_python_interpreter": sys.executable}))  # fmt: skip
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
@@ -188,7 +213,8 @@ def test_drain_and_put_back(tmp_path, engine, case):
 
 
 def test_the_engine_roles_drain_through_the_shared_tasks():
-    """vllm and ollama drain and put back through _common (one drain), and name their own variables in it."""
+    """vllm and ollama drain and put back through _common (one drain, included by path: the vllm role's drain runs
+    in a handler, which cannot run an include_role), and name their own variables in it."""
     for role, kind in (("vllm", "vllm"), ("ollama", "connections")):
         variables = yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text())
         drain = variables[f"_{role}_drain"]
@@ -196,5 +222,89 @@ def test_the_engine_roles_drain_through_the_shared_tasks():
         assert drain["timeout"] == "{{ " + role + "_drain_timeout }}"
         for step in ("drain", "undrain"):
             tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / f"{step}.yml").read_text())
-            included = [task.get("ansible.builtin.include_role") for task in tasks]
-            assert [(item["name"], item["tasks_from"]) for item in included if item] == [("inferops.llm._common", step)]
+            included = [task.get("ansible.builtin.include_tasks") for task in tasks]
+            assert [item["file"] for item in included if item] == ["{{ role_path }}/../_common/tasks/" + step + ".yml"]
+
+
+DRIVER_PLAY = """
+- hosts: engine
+  gather_facts: false
+  tasks:
+    # roles/nvidia_driver/tasks/reboot.yml's first task; the reboot itself is left out here.
+    - name: Drain the engine from the gateways before the reboot, role {{ inferops_engine }}
+      ansible.builtin.include_role:
+        name: inferops.llm.{{ inferops_engine }}
+        tasks_from: drain.yml
+        apply:
+          tags: [always]
+      vars:
+        __vllm_drain_reason: a reboot for NVIDIA driver 580.95.05
+      tags: [driver]
+
+    - name: Look at the drain file after the drain
+      ansible.builtin.stat:
+        path: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
+      register: test_between
+      tags: [driver]
+
+    - name: Keep it
+      ansible.builtin.copy:
+        content: "{{ {'exists': test_between.stat.exists} | to_json }}"
+        dest: "{{ test_out }}/between.json"
+        mode: "0644"
+      tags: [driver]
+
+    - name: Keep the drain file's text
+      ansible.builtin.copy:
+        src: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
+        dest: "{{ test_out }}/drain-file"
+        mode: "0644"
+      tags: [driver]
+
+    # playbooks/site.yml's task after the engine stage, as it is there.
+    - name: Put the host back into the gateways after a driver reboot that no engine gate followed
+      ansible.builtin.include_role:
+        name: "inferops.llm.{{ inferops_engine }}"
+        tasks_from: undrain.yml
+        apply:
+          tags: [driver]
+      vars:
+        __vllm_undrain_wait: true
+        __ollama_undrain_wait: true
+      when: (__common_drained | default({}))['from'] | default([]) | length > 0
+      tags: [driver]
+"""
+
+
+def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tmp_path, engine):
+    """As roles/nvidia_driver/tasks/reboot.yml: the vllm role's tasks/drain.yml -> _common, with --tags driver and the
+    role's own variables; then site.yml's put-back waits for vLLM's /health. The host is the engine and its gateway."""
+    _Engine.reads, _Engine.seen, _Engine.health, _Engine.require_key = [[1, 0], [0, 0]], [], 200, ""
+    port = engine.server_address[1]
+    drain_dir = tmp_path / "run-inferops-drain"
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "play.yml").write_text(DRIVER_PLAY)
+    inventory = {"all": {"children": {"engine": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "inferops_engine": "vllm",
+        "gateway_backend_hosts": ["localhost"]}}}}}}  # fmt: skip
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    extra = {"vllm_port": port, "vllm_drain_gateways": ["localhost"], "vllm_drain_interval": 1,
+             "vllm_health_timeout": 10, "vllm_health_interval": 1, "_common_drain_dir": str(drain_dir),
+             "test_out": str(out)}  # fmt: skip
+    (tmp_path / "vars.json").write_text(json.dumps(extra))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(tmp_path / "home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+    binary = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(binary), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), "-e",
+            f"@{tmp_path / 'vars.json'}", "--tags", "driver"]  # fmt: skip
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert json.loads((out / "between.json").read_text()) == {"exists": True}, output[-4000:]
+    assert len(_Engine.seen) == 2, output[-4000:]  # /metrics until nothing was in flight
+    assert "Drained vLLM from localhost in" in output and "nothing in flight" in output, output[-4000:]
+    assert (out / "drain-file").read_text() == (
+        "vllm on localhost drained for a reboot for NVIDIA driver 580.95.05 by inferops.llm.vllm\n"
+    )
+    assert not (drain_dir / "localhost").exists(), output[-4000:]  # put back after /health answered
