@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.drain import gateways_of_inventory
+from ansible_collections.inferops.llm.plugins.filter.drain import drain_gateways
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.drain import requests_in_flight
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import install_pins
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
@@ -72,21 +72,11 @@ def vllm_requests_in_flight(metrics: t.Any) -> int | None:
     return requests_in_flight(metrics)
 
 
-def vllm_drain_gateways(gateways: t.Any, host: t.Any, hostvars: t.Any, default_backends: t.Any = ()) -> list[str]:
-    """The hosts of gateways whose gateway_backend_hosts (else default_backends) name host (as drain_gateways)."""
-    try:
-        return gateways_of_inventory(gateways, str(host), hostvars, default_backends or ())
-    except ValueError as error:
-        raise AnsibleFilterError(
-            f"vllm_drain_gateways {error} (vllm_drain_gateways lists gateway hosts by inventory name, e.g. the"
-            " default {{ groups['gateway'] | default([]) }})"
-        ) from None
-
-
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
-            "vllm_drain_gateways": vllm_drain_gateways,
+            # The engines' shared filter under its first name (plugins/filter/drain.py, inferops.llm.drain_gateways).
+            "vllm_drain_gateways": drain_gateways,
             "vllm_requests_in_flight": vllm_requests_in_flight,
             "vllm_release_pins": vllm_release_pins,
             "vllm_startup_report": vllm_startup_report,

@@ -124,13 +124,8 @@ class _Engine(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def engine():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def engine(serve):
+    return serve(_Engine)
 
 
 def _run(tmp_path, case, port):
