@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -162,12 +163,21 @@ def _run(tmp_path, case, port):
     return result, between, drain_dir
 
 
-def _hold(port, seconds):
-    """A client connection to the engine, open for ``seconds`` (a request in flight, as the drain sees it)."""
+def _hold(port, seconds, drain_file):
+    """A client connection to the engine (a request in flight, as the drain sees it), open until ``seconds`` after the
+    drain file appeared (at most 120 s): a drain that does not wait for it ends well before that."""
     client = socket.create_connection(("127.0.0.1", port))
-    timer = threading.Timer(seconds, client.close)
-    timer.start()
-    return timer
+
+    def close_later():
+        deadline = time.monotonic() + 120
+        while not drain_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(seconds)
+        client.close()
+
+    thread = threading.Thread(target=close_later, daemon=True)
+    thread.start()
+    return thread
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
@@ -175,7 +185,8 @@ def test_drain_and_put_back(tmp_path, engine, case):
     _Engine.reads, _Engine.seen = case["reads"], []
     _Engine.health, _Engine.require_key = case.get("health", 200), case.get("require_key", "")
     port = engine.server_address[1]
-    timer = _hold(port, case["hold_connection_s"]) if case.get("hold_connection_s") else None
+    drain_file = tmp_path / "run-inferops-drain" / "localhost"
+    timer = _hold(port, case["hold_connection_s"], drain_file) if case.get("hold_connection_s") else None
     try:
         result, between, drain_dir = _run(tmp_path, case, port)
     finally:
