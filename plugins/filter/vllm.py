@@ -9,10 +9,8 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.drain import (
-    gateways_routing_to,
-    requests_in_flight,
-)
+from ansible_collections.inferops.llm.plugins.filter.drain import drain_gateways
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.drain import requests_in_flight
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import install_pins
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
@@ -74,28 +72,11 @@ def vllm_requests_in_flight(metrics: t.Any) -> int | None:
     return requests_in_flight(metrics)
 
 
-def vllm_drain_gateways(gateways: t.Any, host: t.Any, hostvars: t.Any, default_backends: t.Any = ()) -> list[str]:
-    """The hosts of gateways whose gateway_backend_hosts (else default_backends) name host."""
-    if isinstance(gateways, str) or not isinstance(gateways, Sequence):
-        raise AnsibleFilterError(f"vllm_drain_gateways expects a list of inventory hosts, not {gateways!r}")
-    unknown = [str(name) for name in gateways if name not in hostvars]
-    if unknown:
-        raise AnsibleFilterError(
-            f"vllm_drain_gateways: {', '.join(unknown)} are not hosts of the inventory (vllm_drain_gateways lists"
-            " gateway hosts by inventory name, e.g. the default {{ groups['gateway'] | default([]) }})"
-        )
-    backends = {
-        str(name): hostvars[name]["gateway_backend_hosts"]
-        for name in gateways
-        if "gateway_backend_hosts" in hostvars[name]
-    }
-    return gateways_routing_to(str(host), [str(name) for name in gateways], backends, default_backends or ())
-
-
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
-            "vllm_drain_gateways": vllm_drain_gateways,
+            # The engines' shared filter under its first name (plugins/filter/drain.py, inferops.llm.drain_gateways).
+            "vllm_drain_gateways": drain_gateways,
             "vllm_requests_in_flight": vllm_requests_in_flight,
             "vllm_release_pins": vllm_release_pins,
             "vllm_startup_report": vllm_startup_report,

@@ -8,7 +8,8 @@ Three jobs, each a CustomLogger hook of LiteLLM 1.109.1:
 - ``async_filter_deployments``: the router's pre-call filter drops the deployments of an engine host that a
   rolling change has drained: a file named after the host (its inventory name, the part after "@" of the
   deployment's model_info id, "<model>@<host>") in DRAIN_DIR (root's /run/inferops-drain, written by the
-  vllm role's restart path, docs/rollback.md). No new request reaches that engine; the ones it runs finish.
+  engine roles before a restart and the nvidia_driver role before a reboot, docs/rollback.md). No new request
+  reaches that engine; the ones it runs finish.
   When draining would leave no replica while LiteLLM's own health state or cool-down (both at most one
   health-check interval old) excluded the others, the others come back: a replica put back after its gate
   may still be marked down from its restart, and the next drained host must not leave the model empty.
@@ -79,9 +80,9 @@ def message(model: str, why: str) -> str:
     return f"No engine serves model {model!r} right now: {why}. Try again shortly."
 
 
-# The drain directory: one file per drained engine host, named after its inventory name. Root's (the vllm role
-# creates it mode 0755 on the gateway host and writes the files); /run, so a reboot of the gateway forgets it.
-# roles/vllm/vars/main.yml (_vllm_drain_dir) names the same path; a unit test keeps the two equal.
+# The drain directory: one file per drained engine host, named after its inventory name. Root's (the engine roles'
+# shared drain creates it mode 0755 on the gateway host and writes the files); /run, so a reboot of the gateway
+# forgets it. roles/_common/vars/main.yml (_common_drain_dir) names the same path; a unit test keeps the two equal.
 DRAIN_DIR = os.environ.get("INFEROPS_GATEWAY_DRAIN_DIR", "/run/inferops-drain")
 LOG = logging.getLogger("inferops.gateway")
 

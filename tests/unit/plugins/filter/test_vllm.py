@@ -7,7 +7,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.llm.plugins.filter.vllm import (
     FilterModule,
-    vllm_drain_gateways,
     vllm_release_pins,
     vllm_requests_in_flight,
     vllm_start_timeout,
@@ -71,6 +70,7 @@ HOSTVARS = {"gw": {"gateway_backend_hosts": ["gpu-1"]}, "gw-default": {}, "gpu-1
 
 def test_drain_gateways_reads_each_gateways_backend_hosts():
     assert "vllm_drain_gateways" in FilterModule().filters()
+    vllm_drain_gateways = FilterModule().filters()["vllm_drain_gateways"]
     assert vllm_drain_gateways(["gw", "gw-default"], "gpu-1", HOSTVARS, ["gpu-2"]) == ["gw"]
     assert vllm_drain_gateways(["gw", "gw-default"], "gpu-2", HOSTVARS, ["gpu-2"]) == ["gw-default"]
     assert vllm_drain_gateways([], "gpu-1", HOSTVARS) == []
@@ -82,4 +82,4 @@ def test_drain_gateways_reads_each_gateways_backend_hosts():
 )
 def test_drain_gateways_rejects_bad_input(gateways, message):
     with pytest.raises(AnsibleFilterError, match=message):
-        vllm_drain_gateways(gateways, "gpu-1", HOSTVARS)
+        FilterModule().filters()["vllm_drain_gateways"](gateways, "gpu-1", HOSTVARS)

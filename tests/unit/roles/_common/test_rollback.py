@@ -17,7 +17,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -94,12 +93,8 @@ class _Health(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def health_port():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
+def health_port(serve):
+    return serve(_Health).server_address[1]
 
 
 @pytest.fixture

@@ -159,9 +159,12 @@ def test_the_filter_hook_reads_the_drain_directory(tmp_path, monkeypatch):
     assert [d["model_info"]["id"] for d in kept] == ["m@a"]
 
 
-def test_the_callback_and_the_vllm_role_name_the_same_drain_directory():
-    vllm_vars = yaml.safe_load((ROOT / "roles/vllm/vars/main.yml").read_text(encoding="utf-8"))
-    assert vllm_vars["_vllm_drain_dir"] == "/run/inferops-drain"
+def test_the_callback_and_the_shared_drain_name_the_same_drain_directory():
+    named = set()
+    for step in ("drain", "undrain"):
+        tasks = yaml.safe_load((ROOT / f"roles/_common/tasks/{step}.yml").read_text(encoding="utf-8"))
+        named |= {task["vars"]["_common_drain_dir"] for task in tasks if "_common_drain_dir" in task.get("vars", {})}
+    assert named == {"/run/inferops-drain"}
     spec = importlib.util.spec_from_file_location(
         "inferops_errors_default", ROOT / "roles/gateway/files/inferops_errors.py"
     )
@@ -169,7 +172,7 @@ def test_the_callback_and_the_vllm_role_name_the_same_drain_directory():
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("INFEROPS_GATEWAY_DRAIN_DIR", raising=False)
         spec.loader.exec_module(module)
-    assert vllm_vars["_vllm_drain_dir"] == module.DRAIN_DIR
+    assert named == {module.DRAIN_DIR}
 
 
 # What LiteLLM 1.109.1's TextCompletionStreamWrapper yields for vLLM's stream of "port 8101" (measured through its

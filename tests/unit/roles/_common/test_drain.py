@@ -1,0 +1,316 @@
+"""roles/_common drain and undrain (the engines' shared drain from the gateways): real runs, cases in drain_cases.yml.
+
+A real ansible-playbook on localhost includes ``tasks_from: drain`` and ``tasks_from: undrain`` from a caller role,
+as the vllm and ollama roles do, with localhost as the gateway (the tasks delegate to it) and a temporary directory in
+place of the gateway's /run/inferops-drain. A fixture engine serves /metrics with running and waiting counts that
+change from read to read, and /health; for the kind ``connections`` the test holds a TCP connection to it open.
+Checked: the drain file between the two steps and at the end, its owner and mode, how often /metrics was read, the
+time the drain waited, the message, and that a key sent for /metrics never shows. Root only: the file is root's.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[4]
+COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
+CASES = yaml.safe_load((Path(__file__).parent / "drain_cases.yml").read_text(encoding="utf-8"))["cases"]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the drain writes root's files (run as root)")
+
+CALLER = """
+- name: Ask for the drain in a handler, as the vllm role's restart does
+  ansible.builtin.command: "true"
+  changed_when: true
+  notify: Drain in a handler
+  when: "'drain' in test_steps and test_in_handler"
+
+- name: Run the handler
+  ansible.builtin.meta: flush_handlers
+
+- name: Drain (by path, as the engine roles include it)
+  ansible.builtin.include_tasks:
+    file: "{{ test_common }}/tasks/drain.yml"
+  vars:
+    _common_drain: "{{ test_drain }}"
+  when: "'drain' in test_steps and not test_in_handler"
+
+- name: Look at the drain file between the two steps
+  ansible.builtin.stat:
+    path: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
+  register: test_between
+
+- name: Keep what the drain left
+  ansible.builtin.copy:
+    content: >-
+      {{ {'exists': test_between.stat.exists, 'mode': test_between.stat.mode | default(''),
+          'uid': test_between.stat.uid | default(-1), 'drained': __common_drained | default({}),
+          'seconds': (now(utc=true).timestamp() - __common_drain_started | default(0) | float)} | to_json }}
+    dest: "{{ test_out }}/between.json"
+    mode: "0644"
+
+- name: Put back
+  ansible.builtin.include_role:
+    name: inferops.llm._common
+    tasks_from: undrain
+  vars:
+    _common_drain: "{{ test_drain }}"
+  when: "'undrain' in test_steps"
+"""
+
+HANDLERS = """
+- name: Drain in a handler
+  ansible.builtin.include_tasks: drain_by_path.yml
+"""
+
+DRAIN_BY_PATH = """
+- name: Drain, by path (a handler cannot run an include_role)
+  ansible.builtin.include_tasks:
+    file: "{{ test_common }}/tasks/drain.yml"
+  vars:
+    _common_drain: "{{ test_drain }}"
+"""
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  roles:
+    - caller
+"""
+
+
+class _Engine(http.server.BaseHTTPRequestHandler):
+    reads: list = []
+    health = 200
+    require_key = ""
+    seen: list = []
+
+    def do_GET(self):
+        if self.path == "/health":
+            self.send_response(self.health)
+            self.end_headers()
+            return
+        if self.path != "/metrics" or (self.require_key and self.headers.get("Authorization") != self.require_key):
+            self.send_response(404 if self.path != "/metrics" else 401)
+            self.end_headers()
+            return
+        running, waiting = self.reads[min(len(self.seen), len(self.reads) - 1)]
+        self.seen.append(self.headers.get("Authorization"))
+        body = (
+            "# TYPE vllm:num_requests_running gauge\n"
+            f'vllm:num_requests_running{{engine="0",model_name="m"}} {running}.0\n'
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            f'vllm:num_requests_waiting{{engine="0",model_name="m"}} {waiting}.0\n'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def engine(serve):
+    return serve(_Engine)
+
+
+def _run(tmp_path, case, port):
+    drain_dir = tmp_path / "run-inferops-drain"
+    drain = {"prefix": "test", "name": "Test", "service": "test-engine", **case["drain"]}
+    drain["gateways"] = case.get("gateways", ["localhost"])
+    drain["in_flight"] = dict(drain["in_flight"])
+    if drain["in_flight"]["kind"] == "vllm":
+        drain["in_flight"]["url"] = case.get("url", f"http://127.0.0.1:{port}/metrics")
+    else:
+        drain["in_flight"]["port"] = port
+    if "health" in drain:
+        drain["health"] = {**drain["health"], "url": f"http://127.0.0.1:{port}/health"}
+    tasks = tmp_path / "roles" / "caller" / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "main.yml").write_text(CALLER)
+    (tasks / "drain_by_path.yml").write_text(DRAIN_BY_PATH)
+    (tasks.parent / "handlers").mkdir()
+    (tasks.parent / "handlers" / "main.yml").write_text(HANDLERS)
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    out = tmp_path / "out"
+    out.mkdir()
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps({"test_drain": drain, "test_steps": case["steps"], "test_out": str(out),
+                                 "test_common": str(ROOT / "roles" / "_common"), "_common_drain_dir": str(drain_dir),
+                                 "test_in_handler": case.get("in_handler", False),
+                                 "ansible_python_interpreter": sys.executable}))  # fmt: skip
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+    binary = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(binary), "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", f"@{extra}"]
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    between = json.loads((out / "between.json").read_text()) if (out / "between.json").exists() else None
+    return result, between, drain_dir
+
+
+def _hold(port, seconds, drain_file):
+    """A client connection to the engine (a request in flight, as the drain sees it), open until ``seconds`` after the
+    drain file appeared (at most 120 s): a drain that does not wait for it ends well before that."""
+    client = socket.create_connection(("127.0.0.1", port))
+
+    def close_later():
+        deadline = time.monotonic() + 120
+        while not drain_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(seconds)
+        client.close()
+
+    thread = threading.Thread(target=close_later, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
+def test_drain_and_put_back(tmp_path, engine, case):
+    _Engine.reads, _Engine.seen = case["reads"], []
+    _Engine.health, _Engine.require_key = case.get("health", 200), case.get("require_key", "")
+    port = engine.server_address[1]
+    drain_file = tmp_path / "run-inferops-drain" / "localhost"
+    timer = _hold(port, case["hold_connection_s"], drain_file) if case.get("hold_connection_s") else None
+    try:
+        result, between, drain_dir = _run(tmp_path, case, port)
+    finally:
+        if timer:
+            timer.join()
+    output = result.stdout + result.stderr
+    expect = case["expect"]
+    assert (result.returncode != 0) == expect.get("failed", False), output[-3000:]
+    assert between is not None, output[-3000:]
+    drain_file = drain_dir / "localhost"
+    assert between["exists"] == expect["between"], output[-3000:]
+    assert drain_file.exists() == expect["end"], output[-3000:]
+    if expect["between"]:
+        assert (between["uid"], between["mode"]) == (0, "0644")
+        assert stat.S_IMODE(drain_dir.stat().st_mode) == 0o755
+        assert between["drained"] == {"from": ["localhost"], "file": str(drain_file)}
+        assert drain_file.exists() or "undrain" in case["steps"]
+    if expect.get("end") and drain_file.exists():
+        assert drain_file.read_text() == "test-engine on localhost drained for a restart by inferops.llm.test\n"
+    if expect.get("no_dir"):
+        assert not drain_dir.exists()
+    assert expect.get("min_reads", 0) <= len(_Engine.seen) <= expect.get("max_reads", 1000), output[-3000:]
+    if expect.get("min_seconds"):
+        assert between["seconds"] >= expect["min_seconds"], output[-3000:]
+    if expect.get("message"):
+        assert expect["message"] in output, output[-3000:]
+    if case.get("require_key"):
+        assert set(_Engine.seen) == {case["require_key"]}
+        assert "sk-test-drain-key" not in output
+
+
+def test_the_engine_roles_drain_through_the_shared_tasks():
+    """vllm and ollama drain and put back through _common (one drain, included by path: the vllm role's drain runs
+    in a handler, which cannot run an include_role), and name their own variables in it."""
+    for role, kind in (("vllm", "vllm"), ("ollama", "connections")):
+        variables = yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text())
+        drain = variables[f"_{role}_drain"]
+        assert drain["prefix"] == role and drain["in_flight"]["kind"] == kind
+        assert drain["timeout"] == "{{ " + role + "_drain_timeout }}"
+        for step in ("drain", "undrain"):
+            tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / f"{step}.yml").read_text())
+            included = [task.get("ansible.builtin.include_tasks") for task in tasks]
+            assert [item["file"] for item in included if item] == ["{{ role_path }}/../_common/tasks/" + step + ".yml"]
+
+
+DRIVER_PLAY = """
+- hosts: engine
+  gather_facts: false
+  tasks:
+    # roles/nvidia_driver/tasks/reboot.yml's first task; the reboot itself is left out here.
+    - name: Drain the engine from the gateways before the reboot, role {{ inferops_engine }}
+      ansible.builtin.include_role:
+        name: inferops.llm.{{ inferops_engine }}
+        tasks_from: drain.yml
+        apply:
+          tags: [always]
+      vars:
+        __vllm_drain_reason: a reboot for NVIDIA driver 580.95.05
+      tags: [driver]
+
+    - name: Look at the drain file after the drain
+      ansible.builtin.stat:
+        path: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
+      register: test_between
+      tags: [driver]
+
+    - name: Keep it
+      ansible.builtin.copy:
+        content: "{{ {'exists': test_between.stat.exists} | to_json }}"
+        dest: "{{ test_out }}/between.json"
+        mode: "0644"
+      tags: [driver]
+
+    - name: Keep the drain file's text
+      ansible.builtin.copy:
+        src: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
+        dest: "{{ test_out }}/drain-file"
+        mode: "0644"
+      tags: [driver]
+
+    # playbooks/site.yml's task after the engine stage, as it is there.
+    - name: Put the host back into the gateways after a driver reboot that no engine gate followed
+      ansible.builtin.include_role:
+        name: "inferops.llm.{{ inferops_engine }}"
+        tasks_from: undrain.yml
+        apply:
+          tags: [driver]
+      vars:
+        __vllm_undrain_wait: true
+        __ollama_undrain_wait: true
+      when: (__common_drained | default({}))['from'] | default([]) | length > 0
+      tags: [driver]
+"""
+
+
+def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tmp_path, engine):
+    """As roles/nvidia_driver/tasks/reboot.yml: the vllm role's tasks/drain.yml -> _common, with --tags driver and the
+    role's own variables; then site.yml's put-back waits for vLLM's /health. The host is the engine and its gateway."""
+    _Engine.reads, _Engine.seen, _Engine.health, _Engine.require_key = [[1, 0], [0, 0]], [], 200, ""
+    port = engine.server_address[1]
+    drain_dir = tmp_path / "run-inferops-drain"
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "play.yml").write_text(DRIVER_PLAY)
+    inventory = {"all": {"children": {"engine": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "inferops_engine": "vllm",
+        "gateway_backend_hosts": ["localhost"]}}}}}}  # fmt: skip
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    extra = {"vllm_port": port, "vllm_drain_gateways": ["localhost"], "vllm_drain_interval": 1,
+             "vllm_health_timeout": 10, "vllm_health_interval": 1, "_common_drain_dir": str(drain_dir),
+             "test_out": str(out)}  # fmt: skip
+    (tmp_path / "vars.json").write_text(json.dumps(extra))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(tmp_path / "home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+    binary = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(binary), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), "-e",
+            f"@{tmp_path / 'vars.json'}", "--tags", "driver"]  # fmt: skip
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert json.loads((out / "between.json").read_text()) == {"exists": True}, output[-4000:]
+    assert len(_Engine.seen) == 2, output[-4000:]  # /metrics until nothing was in flight
+    assert "Drained vLLM from localhost in" in output and "nothing in flight" in output, output[-4000:]
+    assert (out / "drain-file").read_text() == (
+        "vllm on localhost drained for a reboot for NVIDIA driver 580.95.05 by inferops.llm.vllm\n"
+    )
+    assert not (drain_dir / "localhost").exists(), output[-4000:]  # put back after /health answered
