@@ -60,7 +60,7 @@ class KeyRequired:
         for name, value in scope.get("headers") or ():
             if name.lower() != b"authorization":
                 continue
-            scheme, _, param = value.decode("latin-1").partition(" ")
+            scheme, _sep, param = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer":
                 found |= secrets.compare_digest(_digest(param), self._key_digest)
         return found

@@ -31,13 +31,13 @@ def variables(key, open_metrics):
 
 
 RENDERED = render_all({name: ("vllm", "vllm.service.j2", variables(key, open_metrics))
-                       for name, (key, open_metrics, _) in CASES.items()})  # fmt: skip
+                       for name, (key, open_metrics, _expected) in CASES.items()})  # fmt: skip
 MIDDLEWARE = render_all({"name": ("vllm", "expr:{{ _vllm_auth_middleware }} {{ _vllm_auth_dir }}", {})})["name"]
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_unit_environment(name):
-    _, _, open_metrics = CASES[name]
+    open_metrics = CASES[name][2]
     assert "text" in RENDERED[name], RENDERED[name].get("error")
     lines = directives(RENDERED[name]["text"]).get("Environment", [])
     environment = dict(line.strip('"').split("=", 1) for line in lines)

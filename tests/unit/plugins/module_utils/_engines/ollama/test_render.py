@@ -192,7 +192,7 @@ def _hex(value):
     """A case's digest letter as a 64-hex digest ("sha256:" kept)."""
     if value is None:
         return None
-    prefix, _, letter = value.rpartition(":")
+    prefix, _sep, letter = value.rpartition(":")
     return f"{prefix}:{letter * 64}" if prefix else letter * 64
 
 
