@@ -113,3 +113,71 @@ def test_the_disk_watch_samples_the_peak_of_used_space_and_the_lowest_free(run_s
     assert watch.start_free == 40 * gib
     assert watch.lowest_free == 20 * gib
     assert watch.peak_gib == 15
+
+
+def stat_line(busy: int, idle: int) -> str:
+    """/proc/stat's first line: user nice system idle iowait irq softirq steal."""
+    return f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
+
+
+def test_the_cpu_watch_reports_busy_share_and_time_with_an_idle_core(run_stages, tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+    stat.write_text(stat_line(0, 0))
+    monkeypatch.setattr(run_stages.os, "cpu_count", lambda: 2)
+    watch = run_stages.CpuWatch(every=3600, stat=stat)
+    # 10 s on 2 cores (2000 jiffies): both busy
+    stat.write_text(stat_line(2000, 0))
+    watch.take()
+    # 10 s more: one core busy, one idle
+    stat.write_text(stat_line(3000, 1000))
+    watch.take()
+    # 10 s more: 1.5 cores busy (less than one whole core idle)
+    stat.write_text(stat_line(4500, 1500))
+    watch.take()
+    assert watch.sampled_seconds == pytest.approx(30.0)
+    assert watch.core_idle_seconds == pytest.approx(10.0)
+    summary = watch.summary()
+    assert "2 cores 75% busy" in summary
+    assert "4500 core-seconds busy" not in summary and "45 core-seconds busy, 15 idle" in summary
+    assert "at least one core idle 33% of the time" in summary
+
+
+def test_instance_names_are_the_platforms_of_the_scenario_or_of_the_base_config(run_stages):
+    assert run_stages.instance_names("ray_cluster") == ["inferops-ray-head", "inferops-ray-w1", "inferops-ray-w2"]
+    assert run_stages.instance_names("nvidia_driver") == [
+        "inferops-nvidia_driver-debian12",
+        "inferops-nvidia_driver-debian13",
+    ]
+
+
+def test_container_cpu_is_read_from_each_instance_cgroup(run_stages, tmp_path, monkeypatch):
+    v1 = tmp_path / "v1" / "{id}" / "cpuacct.usage"
+    v2 = tmp_path / "v2" / "{id}" / "cpu.stat"
+    for path, container, text in ((v1, "aaa", "2500000000\n"), (v2, "bbb", "usage_usec 1500000\nuser_usec 1\n")):
+        real = Path(str(path).format(id=container))
+        real.parent.mkdir(parents=True)
+        real.write_text(text)
+    monkeypatch.setattr(run_stages, "CGROUP_USAGE", ((str(v1), 1e-9), (str(v2), 1e-6)))
+
+    def inspect(argv, **_kwargs):
+        assert argv[:2] == ["docker", "inspect"] and argv[-2:] == ["one", "two"]
+        return run_stages.subprocess.CompletedProcess(argv, 0, stdout="aaa\nbbb\nccc\n", stderr="")
+
+    monkeypatch.setattr(run_stages.subprocess, "run", inspect)
+    # ccc has no cgroup here: not counted
+    assert run_stages.container_cpu_seconds(["one", "two"]) == pytest.approx(4.0)
+
+
+def test_a_job_records_its_exit_status_and_cpu_time(run_stages, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_stages, "LOGS", tmp_path)
+    monkeypatch.setattr(run_stages, "TIMINGS", tmp_path)
+    busy = run_stages.Job("busy", [sys.executable, "-c", "sum(range(3 * 10**7))"], "stage")
+    failing = run_stages.Job("failing", [sys.executable, "-c", "raise SystemExit(3)"], "stage")
+    runner = run_stages.Runner([busy, failing], 1)
+    runner.run_job(busy)
+    runner.run_job(failing)
+    assert busy.status == "ok" and failing.status == "FAILED"
+    assert busy.cpu_seconds > 0.1
+    rows = [line.split("\t") for line in (tmp_path / "cpu.tsv").read_text().splitlines()]
+    assert [row[0] for row in rows] == ["busy", "failing"]
+    assert "FAILED (exit 3)" in capsys.readouterr().out
