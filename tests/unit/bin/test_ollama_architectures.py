@@ -3,8 +3,6 @@ in the test with the same layout: the tests have no network)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
@@ -12,14 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
-_LOADER = importlib.machinery.SourceFileLoader(
-    "ollama_architectures", str(ROOT / "tests" / "bin" / "ollama-architectures")
-)
-_SPEC = importlib.util.spec_from_loader("ollama_architectures", _LOADER)
-tool = importlib.util.module_from_spec(_SPEC)
-_LOADER.exec_module(tool)
+tool = load_script(ROOT / "tests" / "bin" / "ollama-architectures", "ollama_architectures")
 
 LLAMA_ARCH = """
 static const std::map<llm_arch, const char *> LLM_ARCH_NAMES = {

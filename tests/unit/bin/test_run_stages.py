@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 SCRIPT = Path(__file__).resolve().parents[3] / "tests" / "bin" / "run-stages"
 
 
 @pytest.fixture(name="run_stages")
 def fixture_run_stages(monkeypatch):
-    loader = importlib.machinery.SourceFileLoader("run_stages", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("run_stages", loader)
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up in sys.modules
-    monkeypatch.setitem(sys.modules, "run_stages", module)
-    loader.exec_module(module)
+    module = load_script(SCRIPT, "run_stages", monkeypatch)  # dataclasses look their module up in sys.modules
     monkeypatch.setattr(module, "ceilings", lambda: {"slow": 900, "medium": 400})
     return module
 

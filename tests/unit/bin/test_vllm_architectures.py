@@ -3,19 +3,15 @@ read through range requests (here from bytes in memory: the tests have no networ
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import io
 import zipfile
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
-_LOADER = importlib.machinery.SourceFileLoader("vllm_architectures", str(ROOT / "tests" / "bin" / "vllm-architectures"))
-_SPEC = importlib.util.spec_from_loader("vllm_architectures", _LOADER)
-tool = importlib.util.module_from_spec(_SPEC)
-_LOADER.exec_module(tool)
+tool = load_script(ROOT / "tests" / "bin" / "vllm-architectures", "vllm_architectures")
 
 REGISTRY = b"""
 _TEXT_GENERATION_MODELS = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -52,14 +53,13 @@ CALLER = """
     path: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
   register: test_between
 
-- name: Keep what the drain left
-  ansible.builtin.copy:
-    content: >-
-      {{ {'exists': test_between.stat.exists, 'mode': test_between.stat.mode | default(''),
+# Shown, not written to a file: a debug runs no module on the host (a copy runs two, about 1 s of CPU).
+- name: Show what the drain left
+  ansible.builtin.debug:
+    msg: >-
+      TEST-BETWEEN {{ {'exists': test_between.stat.exists, 'mode': test_between.stat.mode | default(''),
           'uid': test_between.stat.uid | default(-1), 'drained': __common_drained | default({}),
           'seconds': (now(utc=true).timestamp() - __common_drain_started | default(0) | float)} | to_json }}
-    dest: "{{ test_out }}/between.json"
-    mode: "0644"
 
 - name: Put back
   ansible.builtin.include_role:
@@ -147,20 +147,24 @@ def _run(tmp_path, case, port):
     (tasks.parent / "handlers").mkdir()
     (tasks.parent / "handlers" / "main.yml").write_text(HANDLERS)
     (tmp_path / "play.yml").write_text(PLAYBOOK)
-    out = tmp_path / "out"
-    out.mkdir()
     extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"test_drain": drain, "test_steps": case["steps"], "test_out": str(out),
+    extra.write_text(json.dumps({"test_drain": drain, "test_steps": case["steps"],
                                  "test_common": str(ROOT / "roles" / "_common"), "_common_drain_dir": str(drain_dir),
                                  "test_in_handler": case.get("in_handler", False),
                                  "ansible_python_interpreter": sys.executable}))  # fmt: skip
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # fmt: skip
     binary = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(binary), "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", f"@{extra}"]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    between = json.loads((out / "between.json").read_text()) if (out / "between.json").exists() else None
-    return result, between, drain_dir
+    return result, _shown(result.stdout, "TEST-BETWEEN"), drain_dir
+
+
+def _shown(stdout, marker):
+    """The JSON a debug task showed as ``marker {...}`` (the default callback's JSON result format), else None."""
+    found = re.findall(r'^\s*"msg": "' + marker + r' (.*)"$', stdout, re.MULTILINE)
+    return json.loads(json.loads(f'"{found[-1]}"')) if found else None
 
 
 def _hold(port, seconds, drain_file):
@@ -253,18 +257,14 @@ DRIVER_PLAY = """
       register: test_between
       tags: [driver]
 
-    - name: Keep it
-      ansible.builtin.copy:
-        content: "{{ {'exists': test_between.stat.exists} | to_json }}"
-        dest: "{{ test_out }}/between.json"
-        mode: "0644"
-      tags: [driver]
-
-    - name: Keep the drain file's text
-      ansible.builtin.copy:
-        src: "{{ _common_drain_dir }}/{{ inventory_hostname }}"
-        dest: "{{ test_out }}/drain-file"
-        mode: "0644"
+    # Shown, not copied to files: a debug runs no module on the host (each copy runs two, about 1 s of CPU). The
+    # lookup reads the drain file on the controller, which is the host here.
+    - name: Show it and the drain file's text
+      ansible.builtin.debug:
+        msg: >-
+          TEST-BETWEEN {{ {'exists': test_between.stat.exists,
+                           'text': lookup('ansible.builtin.file', _common_drain_dir ~ '/' ~ inventory_hostname,
+                                          rstrip=false)} | to_json }}
       tags: [driver]
 
     # playbooks/site.yml's task after the engine stage, as it is there.
@@ -288,29 +288,28 @@ def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tm
     _Engine.reads, _Engine.seen, _Engine.health, _Engine.require_key = [[1, 0], [0, 0]], [], 200, ""
     port = engine.server_address[1]
     drain_dir = tmp_path / "run-inferops-drain"
-    out = tmp_path / "out"
-    out.mkdir()
     (tmp_path / "play.yml").write_text(DRIVER_PLAY)
     inventory = {"all": {"children": {"engine": {"hosts": {"localhost": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "inferops_engine": "vllm",
         "gateway_backend_hosts": ["localhost"]}}}}}}  # fmt: skip
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra = {"vllm_port": port, "vllm_drain_gateways": ["localhost"], "vllm_drain_interval": 1,
-             "vllm_health_timeout": 10, "vllm_health_interval": 1, "_common_drain_dir": str(drain_dir),
-             "test_out": str(out)}  # fmt: skip
+             "vllm_health_timeout": 10, "vllm_health_interval": 1, "_common_drain_dir": str(drain_dir)}  # fmt: skip
     (tmp_path / "vars.json").write_text(json.dumps(extra))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(tmp_path / "home"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # fmt: skip
     binary = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(binary), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), "-e",
             f"@{tmp_path / 'vars.json'}", "--tags", "driver"]  # fmt: skip
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert json.loads((out / "between.json").read_text()) == {"exists": True}, output[-4000:]
+    between = _shown(result.stdout, "TEST-BETWEEN")
+    assert between is not None and between["exists"] is True, output[-4000:]
     assert len(_Engine.seen) == 2, output[-4000:]  # /metrics until nothing was in flight
     assert "Drained vLLM from localhost in" in output and "nothing in flight" in output, output[-4000:]
-    assert (out / "drain-file").read_text() == (
+    assert between["text"] == (
         "vllm on localhost drained for a reboot for NVIDIA driver 580.95.05 by inferops.llm.vllm\n"
     )
     assert not (drain_dir / "localhost").exists(), output[-4000:]  # put back after /health answered

@@ -9,13 +9,13 @@ objects. The same callback in the real LiteLLM 1.109.1 proxy: the gateway Molecu
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from script_loader import load_script
 from unit_render import ROOT, render_all
 
 
@@ -54,14 +54,7 @@ def test_the_503_hook_is_registered_and_health_checks_route():
     assert settings["general_settings"]["enable_health_check_routing"] in (True, "True")
 
 
-def _hook():
-    spec = importlib.util.spec_from_file_location("inferops_errors", ROOT / "roles/gateway/files/inferops_errors.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hook = _hook()
+hook = load_script(ROOT / "roles/gateway/files/inferops_errors.py", "inferops_errors")
 
 
 class APIConnectionError(Exception):
@@ -165,13 +158,9 @@ def test_the_callback_and_the_shared_drain_name_the_same_drain_directory():
         tasks = yaml.safe_load((ROOT / f"roles/_common/tasks/{step}.yml").read_text(encoding="utf-8"))
         named |= {task["vars"]["_common_drain_dir"] for task in tasks if "_common_drain_dir" in task.get("vars", {})}
     assert named == {"/run/inferops-drain"}
-    spec = importlib.util.spec_from_file_location(
-        "inferops_errors_default", ROOT / "roles/gateway/files/inferops_errors.py"
-    )
-    module = importlib.util.module_from_spec(spec)
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("INFEROPS_GATEWAY_DRAIN_DIR", raising=False)
-        spec.loader.exec_module(module)
+        module = load_script(ROOT / "roles/gateway/files/inferops_errors.py", "inferops_errors_default")
     assert named == {module.DRAIN_DIR}
 
 

@@ -5,19 +5,15 @@ The cases are in fixture_cases.yml.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[4]
 CASES = yaml.safe_load((Path(__file__).with_name("fixture_cases.yml")).read_text())
-_spec = importlib.util.spec_from_file_location(
-    "ollama_fixture", ROOT / "extensions" / "molecule" / "ollama" / "fixture" / "ollama.py"
-)
-fixture = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fixture)
+fixture = load_script(ROOT / "extensions" / "molecule" / "ollama" / "fixture" / "ollama.py", "ollama_fixture")
 
 
 def _table(name):

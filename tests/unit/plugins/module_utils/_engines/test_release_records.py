@@ -4,14 +4,13 @@ the example inventory and the scenarios can install has a record of its own, and
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama import releases as ollama
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import releases as vllm
@@ -174,10 +173,7 @@ def test_adding_a_release_is_adding_its_record(tmp_path, monkeypatch):
     data["releases"]["0.34.0"] = record
     (tmp_path / "releases.json").write_text(json.dumps(data))
     (tmp_path / "releases.py").write_text(source.read_text())
-    spec = importlib.util.spec_from_file_location("releases_with_0_34", tmp_path / "releases.py")
-    added = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, added)  # dataclasses look their module up
-    spec.loader.exec_module(added)
+    added = load_script(tmp_path / "releases.py", "releases_with_0_34", monkeypatch)  # dataclasses look it up
     assert added.NEWEST_KNOWN == (0, 34, 99)
     assert added.vllm_version("0.34.0").default_gpu_memory_utilization == 0.93
     assert added.vllm_version("0.34.1").record == "0.34.0"

@@ -3,7 +3,6 @@ through huggingface_hub, here a local test server (hub_server.py) that counts th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 from ansible_collections.inferops.llm.plugins.module_utils._model.hub import (
     ModelResolver,
@@ -346,10 +346,7 @@ def test_the_image_processor_config_is_fetched_beside_the_config(tmp_path, hub):
 
 def _tiny_qwen2():
     """tests/models/tiny_qwen2.py, the checkpoint that scenario vllm_cpu_serving serves from its mirror."""
-    spec = importlib.util.spec_from_file_location("tiny_qwen2", ROOT / "tests" / "models" / "tiny_qwen2.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "tests" / "models" / "tiny_qwen2.py", "tiny_qwen2")
 
 
 def test_the_mirrors_tiny_model_plans_from_repo_and_revision_alone(tmp_path, hub):

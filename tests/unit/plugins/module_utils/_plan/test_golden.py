@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 GENERATE = Path(__file__).resolve().parents[5] / "tests" / "golden" / "generate.py"
-SPEC = importlib.util.spec_from_file_location("golden_generate", GENERATE)
-golden = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(golden)
+golden = load_script(GENERATE, "golden_generate")
 PLANS = golden.golden_plans()
 
 

@@ -4,15 +4,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[5]
-_SPEC = importlib.util.spec_from_file_location("performance_accuracy", ROOT / "tests" / "accuracy" / "performance.py")
-accuracy = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(accuracy)
+accuracy = load_script(ROOT / "tests" / "accuracy" / "performance.py", "performance_accuracy")
 RESULT = accuracy.evaluate()
 DECODE = [r for r in RESULT["rows"] if r["metric"] == "decode_tokens_per_s" and not r["pairs_only"]]
 CALIBRATION = [r for r in DECODE if r["split"] == "calibration"]

@@ -5,15 +5,13 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[5]
-_SPEC = importlib.util.spec_from_file_location("performance_fit", ROOT / "tests" / "accuracy" / "fit.py")
-fit = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(fit)
+fit = load_script(ROOT / "tests" / "accuracy" / "fit.py", "performance_fit")
 RECORDS, PAIRS, MODELS = fit.accuracy.load()
 
 

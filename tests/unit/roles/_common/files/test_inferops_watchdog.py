@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[5]
 CASES = yaml.safe_load((Path(__file__).parent / "watchdog_cases.yml").read_text())
 FAILURE_SEC = 90
 
 
-def _load():
-    path = ROOT / "roles/_common/files/inferops_watchdog.py"
-    spec = importlib.util.spec_from_file_location("inferops_watchdog", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-watchdog = _load()
+watchdog = load_script(ROOT / "roles/_common/files/inferops_watchdog.py", "inferops_watchdog")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

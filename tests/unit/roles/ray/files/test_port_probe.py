@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from script_loader import load_script
+
 ROOT = Path(__file__).resolve().parents[5]
 SCRIPT = ROOT / "roles/ray/files/port_probe.py"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("port_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-port_probe = _load()
+port_probe = load_script(SCRIPT, "port_probe")
 
 
 def _free_port():

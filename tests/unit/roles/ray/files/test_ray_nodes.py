@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[5]
 CASES = yaml.safe_load((Path(__file__).parent / "ray_nodes_cases.yml").read_text())
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("ray_nodes", ROOT / "roles/ray/files/ray_nodes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ray_nodes = _load()
+ray_nodes = load_script(ROOT / "roles/ray/files/ray_nodes.py", "ray_nodes")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

@@ -7,27 +7,19 @@ the scope it was called with, and every message the middleware sends is kept.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[5]
 CASES = yaml.safe_load((Path(__file__).parent / "auth_cases.yml").read_text())
 KEY = "k3y-right"
 
 
-def _load():
-    path = ROOT / "roles/vllm/files/inferops_vllm_auth.py"
-    spec = importlib.util.spec_from_file_location("inferops_vllm_auth", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-auth = _load()
+auth = load_script(ROOT / "roles/vllm/files/inferops_vllm_auth.py", "inferops_vllm_auth")
 
 
 def drive(environ: dict, request: dict):

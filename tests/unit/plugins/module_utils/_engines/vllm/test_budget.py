@@ -6,12 +6,12 @@ published wheels 0.17.1 ... 0.33.0), summarised with the same section names in d
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import pathlib
 
 import pytest
+from script_loader import load_script
 
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm import budget as budget_module
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
@@ -651,15 +651,7 @@ def test_nvidia_smi_total_to_cuda_total():
 # ---- the startup-log dataset (docs/accuracy.md) ------------------------------------------------------
 
 
-def _accuracy():
-    path = pathlib.Path(__file__).resolve().parents[5] / "accuracy" / "generate.py"
-    spec = importlib.util.spec_from_file_location("accuracy_generate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ACCURACY = _accuracy()
+ACCURACY = load_script(pathlib.Path(__file__).resolve().parents[5] / "accuracy" / "generate.py", "accuracy_generate")
 RESULT = ACCURACY.evaluate_records()
 
 
