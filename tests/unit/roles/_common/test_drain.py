@@ -96,6 +96,7 @@ class _Engine(http.server.BaseHTTPRequestHandler):
     health = 200
     require_key = ""
     seen: list = []
+    refused = 0
 
     def do_GET(self):
         if self.path == "/health":
@@ -103,6 +104,7 @@ class _Engine(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if self.path != "/metrics" or (self.require_key and self.headers.get("Authorization") != self.require_key):
+            _Engine.refused += self.path == "/metrics"
             self.send_response(404 if self.path != "/metrics" else 401)
             self.end_headers()
             return
@@ -186,7 +188,7 @@ def _hold(port, seconds, drain_file):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
 def test_drain_and_put_back(tmp_path, engine, case):
-    _Engine.reads, _Engine.seen = case["reads"], []
+    _Engine.reads, _Engine.seen, _Engine.refused = case["reads"], [], 0
     _Engine.health, _Engine.require_key = case.get("health", 200), case.get("require_key", "")
     port = engine.server_address[1]
     drain_file = tmp_path / "run-inferops-drain" / "localhost"
@@ -218,8 +220,10 @@ def test_drain_and_put_back(tmp_path, engine, case):
     if expect.get("message"):
         assert expect["message"] in output, output[-3000:]
     if case.get("require_key"):
-        assert set(_Engine.seen) == {case["require_key"]}
-        assert "sk-test-drain-key" not in output
+        assert set(_Engine.seen) <= {case["require_key"]}
+        assert "sk-test-drain-" not in output
+    if case.get("refused_key"):
+        assert _Engine.refused >= expect["min_seconds"] // case["drain"]["interval"], output[-3000:]
 
 
 def test_the_engine_roles_drain_through_the_shared_tasks():
