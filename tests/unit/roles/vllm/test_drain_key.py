@@ -2,55 +2,60 @@
 
 tasks/drain.yml reads the running engine's process environment (/proc/<MainPID>/environ, NUL-separated) and, where
 no engine process runs, root's secrets.env (lines); vars/main.yml's _vllm_drain_key takes VLLM_API_KEY from either.
-Rendered with Jinja2 as Ansible would, with Ansible's b64decode, regex_replace and match stubbed.
+Run with ansible-playbook on localhost (Ansible's own templating: Jinja2 alone reads a string literal's escapes
+otherwise), the role's vars/main.yml loaded and each file slurped as the role does.
 """
 
 from __future__ import annotations
 
-import base64
-import re
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import jinja2
-import pytest
 import yaml
 
-ROLE = Path(__file__).resolve().parents[4] / "roles" / "vllm"
-VARIABLES = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-TASKS = yaml.safe_load((ROLE / "tasks" / "drain.yml").read_text())
-SECRETS = "/etc/vllm/secrets.env"
-ENV = jinja2.Environment(undefined=jinja2.StrictUndefined)
-ENV.filters["b64decode"] = lambda text: base64.b64decode(text).decode()
-ENV.filters["regex_replace"] = lambda text, pattern, replacement: re.sub(pattern, replacement, text)
-ENV.tests["match"] = lambda text, pattern: re.match(pattern, text) is not None
+ROOT = Path(__file__).resolve().parents[4]
+ROLE = ROOT / "roles" / "vllm"
+
+# (the file's content, the key read from it)
+CASES = [
+    # the running engine's environment: the key it runs with, not the one a changed secrets.env now holds
+    ("HOME=/var/lib/vllm\0VLLM_API_KEY=sk-running-1\0HF_HUB_OFFLINE=1\0", "sk-running-1"),
+    ("VLLM_API_KEY=sk-first-4\0HOME=/var/lib/vllm\0", "sk-first-4"),
+    ("# managed\nVLLM_API_KEY=sk-file-2\nHF_TOKEN=hf-3\n", "sk-file-2"),
+    ("HOME=/var/lib/vllm\0NOT_VLLM_API_KEY=sk-other-5\0", ""),
+    ("", ""),
+]
 
 
-def key_of(content: str | None) -> str:
-    context = {} if content is None else {"__vllm_drain_secrets": {"content": base64.b64encode(content.encode()).decode()}}
-    return ENV.from_string(VARIABLES["_vllm_drain_key"]).render(context).strip()
-
-
-@pytest.mark.parametrize(
-    ("content", "key"),
-    [
-        # the running engine's environment: the key it runs with, not the one a changed secrets.env now holds
-        ("HOME=/var/lib/vllm\0VLLM_API_KEY=sk-running-1\0HF_HUB_OFFLINE=1\0", "sk-running-1"),
-        ("# managed\nVLLM_API_KEY=sk-file-2\nHF_TOKEN=hf-3\n", "sk-file-2"),
-        ("HOME=/var/lib/vllm\0", ""),
-        ("", ""),
-        (None, ""),
-    ],
-)
-def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(content, key):
-    assert key_of(content) == key
+def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(tmp_path):
+    tasks = [{"ansible.builtin.include_vars": {"file": str(ROLE / "vars" / "main.yml")}}]
+    for number, (content, _) in enumerate(CASES):
+        path = tmp_path / f"case-{number}"
+        path.write_bytes(content.encode())
+        tasks += [
+            {"ansible.builtin.slurp": {"src": str(path)}, "register": "__vllm_drain_secrets"},
+            {"ansible.builtin.copy": {"content": "{{ _vllm_drain_key | to_json }}", "dest": f"{path}.key", "mode": "0644"}},
+        ]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")]  # fmt: skip
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    keys = [json.loads((tmp_path / f"case-{number}.key").read_text()) for number in range(len(CASES))]
+    assert keys == [key for _, key in CASES]
 
 
 def test_the_drain_reads_the_running_process_first():
-    """The running engine's environment where systemd names its main process, else secrets.env."""
-    slurp = next(task for task in TASKS if "ansible.builtin.slurp" in task)
+    """The running engine's environment where systemd names its main process, else secrets.env; never shown."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "drain.yml").read_text())
+    find = next(task for task in tasks if "ansible.builtin.command" in task)
+    slurp = next(task for task in tasks if "ansible.builtin.slurp" in task)
+    assert find["ansible.builtin.command"]["argv"][:4] == ["systemctl", "show", "--property=MainPID", "--value"]
+    assert find["register"] == "__vllm_drain_pid" and slurp["register"] == "__vllm_drain_secrets"
     source = slurp["ansible.builtin.slurp"]["src"]
-    render = ENV.from_string(source)
-    for stdout, expected in (("4242\n", "/proc/4242/environ"), ("0\n", SECRETS), ("", SECRETS)):
-        context = {"__vllm_drain_pid": {"stdout": stdout}, "_vllm_secrets_file": SECRETS}
-        assert render.render(context).strip() == expected
+    assert "'/proc/' ~ __vllm_drain_pid.stdout" in source and "_vllm_secrets_file" in source
     assert slurp["no_log"] is True
