@@ -37,7 +37,8 @@ def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(tmp_path):
         path.write_bytes(content.encode())
         tasks += [
             {"ansible.builtin.slurp": {"src": str(path)}, "register": "__vllm_drain_secrets"},
-            {"ansible.builtin.copy": {"content": "{{ _vllm_drain_key | to_json }}", "dest": f"{path}.key", "mode": "0644"}},
+            {"ansible.builtin.copy": {"content": "{{ _vllm_drain_key | to_json }}", "dest": f"{path}.key",
+                                      "mode": "0644"}},
         ]  # fmt: skip
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
     env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")
