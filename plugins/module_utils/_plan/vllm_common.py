@@ -121,9 +121,11 @@ class VllmModel:
 def vllm_model(inputs: HostInputs) -> VllmModel:
     """Everything the planners need of the model, each file of the checkpoint read once."""
     config = load_config(inputs.model)
+    image_max_pixels = load_image_max_pixels(inputs.model)
     architecture, served, entry = model_architecture(inputs, config)
     params = entry.params if entry is not None and config is None else None
     quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
+    scheme = weight_scheme(inputs, architecture, quantization)
     context = {
         "vllm_version": inputs.engine_version,
         "repo": inputs.model["repo"],
@@ -137,8 +139,8 @@ def vllm_model(inputs: HostInputs) -> VllmModel:
         model_weights(inputs, served, params, quantization),
         context,
         dict(params) if params is not None else None,
-        weight_scheme(inputs, architecture, quantization),
-        load_image_max_pixels(inputs.model),
+        scheme,
+        image_max_pixels,
     )
 
 
