@@ -30,6 +30,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.arch import Mo
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
     WeightsEstimate,
+    estimate_params,
     estimate_weights,
     quantization_from_name,
 )
@@ -42,8 +43,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     HostInputs,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic
-from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import traffic_for
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic, traffic_for
 
 # Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
 # measurement taken with other values says nothing about this plan.
@@ -113,7 +113,7 @@ class VllmModel:
     entry: Any  # the catalogue entry
     weights: WeightsEstimate
     context: Dict[str, Any]  # what an overhead measured at the last start must match (measured_overhead)
-    params: Optional[Dict[str, int]]  # the catalogue's parameter counts when no config.json is read
+    counts: Dict[str, int]  # parameter counts: the catalogue's when no config.json is read, else estimated
     scheme: Optional[str]  # the quantization scheme the weights are stored in (weight_scheme)
     image_max_pixels: Optional[int]  # the image processor's largest image (load_image_max_pixels)
 
@@ -132,13 +132,14 @@ def vllm_model(inputs: HostInputs) -> VllmModel:
         "revision": inputs.model["revision"],
         **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
     }
+    weights = model_weights(inputs, served, params, quantization)
     return VllmModel(
         architecture,
         served,
         entry,
-        model_weights(inputs, served, params, quantization),
+        weights,
         context,
-        dict(params) if params is not None else None,
+        dict(params) if params is not None else estimate_params(served),
         scheme,
         image_max_pixels,
     )
@@ -157,7 +158,7 @@ def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
 
 def model_traffic(inputs: HostInputs, model: VllmModel) -> ModelTraffic:
     """Bytes and FLOPs of one token through the model (the speed prediction's input)."""
-    return traffic_for(model.served, model.weights, model.params, model.scheme, is_gguf(inputs))
+    return traffic_for(model.served, model.weights, model.counts, model.scheme, is_gguf(inputs))
 
 
 def measured_overhead(

@@ -47,10 +47,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     Option,
     alternatives,
-    figures_for,
+    layout_figures,
     layout_options,
     performance_section,
-    predictor_for,
     rank_options,
     speed_reason,
 )
@@ -221,9 +220,9 @@ def _cannot_split(
 def _performance(chosen: _Chosen, workload: Workload, used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The plan's performance section: the chosen layout's predicted speed and the alternatives."""
     values, figures = chosen.evaluation.settings.values, chosen.evaluation.budget
-    speed = predictor_for(chosen.search, chosen.traffic, chosen.candidate, figures, values)
+    dp = int(chosen.layout["data_parallel_size"])
     return performance_section(
-        figures_for(speed, workload, int(chosen.layout["data_parallel_size"]), figures, values),
+        layout_figures(chosen.search, chosen.traffic, chosen.candidate, figures, values, workload, [dp])[dp],
         alternatives(chosen.ranked, chosen.best, workload.objective, len(chosen.search.available))
         if chosen.best is not None
         else [],
