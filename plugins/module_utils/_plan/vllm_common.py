@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
-    vllm_memory_budget,
+    memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
     compute_capability_x10 as capability_x10,
@@ -250,14 +250,14 @@ def evaluate(
     settings = resolve_vllm_settings(ctx, inputs.settings, choices)
 
     def budget() -> Dict[str, Any]:
-        return vllm_memory_budget(
+        return memory_budget(
             model.served,
             ctx.version,
             ctx.gpu_total_bytes,
+            model.weights,
+            {**settings.values, **(pinned or {})},
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
-            weights=model.weights,
-            settings={**settings.values, **(pinned or {})},
             gpu_name=ctx.gpu_name,
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,

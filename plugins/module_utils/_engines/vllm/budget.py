@@ -51,6 +51,8 @@ Public API:
     Qwen3-VL-family vision tower that is profiled is charged one dummy image at ``image_max_pixels`` (the
     checkpoint's image processor ``size.longest_edge``; None: the family's published 16,777,216), with an info
     finding ``vllm_vision_profile_uncertain`` that names the estimated term (``overhead.vision_profile``).
+``memory_budget(arch, version, gpu_total_bytes, loaded, settings, tensor_parallel_size=1, ...) -> dict``: the
+    same budget of a VllmVersion and the WeightsEstimate the engine loads, resolved once by the planner.
 ``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
     layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
@@ -886,13 +888,53 @@ def vllm_memory_budget(
     custom_all_reduce: Optional[bool] = None,
 ) -> Dict[str, Any]:
     """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it (a plain dict whose
-    keys the module's docstring lists)."""
+    keys the module's docstring lists). ``vllm_version``: its text or its VllmVersion; ``weights``: None
+    estimates them from the architecture and the settings. The planner, which holds both, asks
+    ``memory_budget``."""
     version = _version(vllm_version)
+    _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
+    values = _resolved(settings)
+    return memory_budget(
+        arch,
+        version,
+        gpu_total_bytes,
+        _weights(arch, weights, values),
+        values,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        gpu_name=gpu_name,
+        compute_capability=compute_capability,
+        cuda_runtime=cuda_runtime,
+        measured_overhead_bytes=measured_overhead_bytes,
+        flashinfer_installed=flashinfer_installed,
+        image_max_pixels=image_max_pixels,
+        custom_all_reduce=custom_all_reduce,
+    )
+
+
+def memory_budget(
+    arch: ModelArchitecture,
+    version: VllmVersion,
+    gpu_total_bytes: int,
+    loaded: WeightsEstimate,
+    settings: Mapping[str, Any],
+    *,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    gpu_name: str = "",
+    compute_capability: Optional[str] = None,
+    cuda_runtime: Optional[str] = None,
+    measured_overhead_bytes: Optional[int] = None,
+    flashinfer_installed: Optional[bool] = None,
+    image_max_pixels: Optional[int] = None,
+    custom_all_reduce: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """vllm_memory_budget of the release ``version`` with the weights the engine loads (``loaded``): what the
+    planner asks, the release and the weights resolved once per plan."""
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate_layout(arch, tp, pp, gpu_total_bytes)
     values = _resolved(settings)
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
-    loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
     model_overhead = overhead_estimate(
         arch, version, values, tp, pp, compute_capability, flashinfer_installed, image_max_pixels, custom_all_reduce
