@@ -147,8 +147,8 @@ def describe_model(
         raise ValueError("inferops_model.repo is required (the Hugging Face id, e.g. Qwen/Qwen3.6-35B-A3B)")
     base_model = model.get("base_model")
     entry = find_model(base_model) if base_model else find_model(repo)
-    if config is not None:
-        return ModelArchitecture.from_config(config, hf_quant_config), entry, "config.json"
-    entry = resolve_model(repo, base_model)
-    source = f"catalogue:{entry.id}" + ("" if entry.verified else " (unverified)")
-    return ModelArchitecture.from_config(entry.config, hf_quant_config), entry, source
+    source = "config.json"
+    if config is None:
+        entry = resolve_model(repo, base_model)
+        config, source = entry.config, f"catalogue:{entry.id}" + ("" if entry.verified else " (unverified)")
+    return ModelArchitecture.from_config(config, hf_quant_config), entry, source

@@ -75,14 +75,15 @@ def model_architecture(
 
 
 def model_weights(
-    inputs: HostInputs, served: ModelArchitecture, params: Optional[Mapping[str, int]], quantization: Any
-) -> WeightsEstimate:
-    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts.
+    inputs: HostInputs, served: ModelArchitecture, params: Optional[Mapping[str, int]]
+) -> Tuple[Any, WeightsEstimate, Dict[str, int]]:
+    """(the inventory's ``inferops_model.quantization`` parsed, None when it names none; the weights vLLM loads:
+    inventory bytes, the checkpoint's config, or the catalogue's parameter counts; the parameter counts).
 
-    params: the catalogue's parameter counts when no config.json is read; quantization: the inventory's
-    ``inferops_model.quantization`` parsed (quantization_from_name), None when it names none."""
+    params: the catalogue's parameter counts when no config.json is read (else they are estimated)."""
     requested = inputs.settings
-    return estimate_weights(
+    quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
+    weights = estimate_weights(
         served,
         params=params,
         weights_bytes=inputs.model.get("weights_bytes"),
@@ -91,6 +92,7 @@ def model_weights(
         include_vision=not requested.get("language_model_only"),
         checkpoint=inputs.checkpoint_bytes,
     )
+    return quantization, weights, dict(params) if params is not None else estimate_params(served)
 
 
 def weight_scheme(inputs: HostInputs, architecture: ModelArchitecture, quantization: Any) -> Optional[str]:
@@ -124,23 +126,21 @@ def vllm_model(inputs: HostInputs) -> VllmModel:
     image_max_pixels = load_image_max_pixels(inputs.model)
     architecture, served, entry = model_architecture(inputs, config)
     params = entry.params if entry is not None and config is None else None
-    quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
-    scheme = weight_scheme(inputs, architecture, quantization)
+    quantization, weights, counts = model_weights(inputs, served, params)
     context = {
         "vllm_version": inputs.engine_version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
         **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
     }
-    weights = model_weights(inputs, served, params, quantization)
     return VllmModel(
         architecture,
         served,
         entry,
         weights,
         context,
-        dict(params) if params is not None else estimate_params(served),
-        scheme,
+        counts,
+        weight_scheme(inputs, architecture, quantization),
         image_max_pixels,
     )
 
