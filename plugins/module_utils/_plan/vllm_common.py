@@ -247,9 +247,8 @@ def evaluate(
         measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
     )
     choices: Dict[str, Any] = {}
-    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
 
-    def budget() -> Dict[str, Any]:
+    def budget(settings: ResolvedSettings) -> Dict[str, Any]:
         return memory_budget(
             model.served,
             ctx.version,
@@ -265,15 +264,15 @@ def evaluate(
             custom_all_reduce=custom_all_reduce,
         )
 
-    figures = budget()
-    for _round in range(MAX_REFINE_ROUNDS):
-        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
-        if not changes:
-            break
-        choices.update(changes)
+    rounds = 0
+    while True:  # resolve, budget, refine: until the choices settle (at most MAX_REFINE_ROUNDS refinements)
         settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-        figures = budget()
-    return Evaluation(settings, figures, note)
+        figures = budget(settings)
+        changes = refine_with_budget(ctx, inputs.settings, settings, figures) if rounds < MAX_REFINE_ROUNDS else {}
+        if not changes:
+            return Evaluation(settings, figures, note)
+        choices.update(changes)
+        rounds += 1
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:

@@ -282,7 +282,8 @@ def vllm_plan(
         findings.append(chosen.evaluation.overhead_note)
     standby = None
     if inputs.standby_ollama is not None:
-        standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))
+        reserved = vllm_reserved_bytes(settings, figures, used)
+        standby, coresidency = standby_ollama(inputs.standby_ollama, gear, reserved)
         findings += coresidency
     plan = {
         "engine": "vllm",
