@@ -27,6 +27,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     parse_human_int,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    first_available,
     model_family,
     predicted_backend,
 )
@@ -36,7 +37,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     suggested_batched_tokens,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import state_seqs_limit
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import first_available
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     FAMILIES,
     REASONING_PARSERS,
