@@ -118,6 +118,7 @@ class VllmModel:
     counts: Dict[str, int]  # parameter counts: the catalogue's when no config.json is read, else estimated
     scheme: Optional[str]  # the quantization scheme the weights are stored in (weight_scheme)
     image_max_pixels: Optional[int]  # the image processor's largest image (load_image_max_pixels)
+    traffic: ModelTraffic  # bytes and FLOPs of one token through the model (the speed prediction's input)
 
 
 def vllm_model(inputs: HostInputs) -> VllmModel:
@@ -133,6 +134,7 @@ def vllm_model(inputs: HostInputs) -> VllmModel:
         "revision": inputs.model["revision"],
         **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
     }
+    scheme = weight_scheme(inputs, architecture, quantization)
     return VllmModel(
         architecture,
         served,
@@ -140,8 +142,9 @@ def vllm_model(inputs: HostInputs) -> VllmModel:
         weights,
         context,
         counts,
-        weight_scheme(inputs, architecture, quantization),
+        scheme,
         image_max_pixels,
+        traffic_for(served, weights, counts, scheme, is_gguf(inputs)),
     )
 
 
@@ -154,11 +157,6 @@ def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
     return model_section(
         inputs, architecture.architecture, model.weights.total_bytes, model.weights.source, quantization
     )
-
-
-def model_traffic(inputs: HostInputs, model: VllmModel) -> ModelTraffic:
-    """Bytes and FLOPs of one token through the model (the speed prediction's input)."""
-    return traffic_for(model.served, model.weights, model.counts, model.scheme, is_gguf(inputs))
 
 
 def measured_overhead(

@@ -59,7 +59,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common imp
     VllmModel,
     evaluate,
     is_gguf,
-    model_traffic,
     serve_command,
     settings_context,
     vllm_model,
@@ -128,7 +127,7 @@ def _choose_layout(
         },
     )
     workload = inputs.workload
-    traffic = model_traffic(inputs, model)
+    traffic = model.traffic
     ranked = rank_options(
         layout_options(search, search.candidates, evaluation, traffic, workload),
         workload.objective,
