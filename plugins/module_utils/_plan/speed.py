@@ -28,7 +28,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     Candidate,
     LayoutSearch,
     custom_allreduce,
-    describe_links,
     pp_layer_partition,
     replica_groups,
 )
@@ -276,8 +275,8 @@ def performance_section(
 SPEED_FIGURES = ("single_stream_decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s")
 
 
-def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
-    """Why the automatic layout was chosen, in words."""
+def speed_reason(search: LayoutSearch, option: Option, objective: str, links: str) -> str:
+    """Why the automatic layout was chosen, in words (``links``: layout.describe_links of its TP groups)."""
     cand = option.candidate
     if option.gpus == 1 and search.nnodes == 1 and len(search.available) == 1:
         return "fits one GPU: TP=1"
@@ -289,7 +288,6 @@ def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
         else f"{option.figures['single_stream_decode_tokens_per_s']:g} tokens/s single-stream decode"
     )
     text = f"fastest layout for {objective}: {shape} ({figure})"
-    links = describe_links(search.topo, cand.groups)
     if links:
         text += f" with TP groups {links}"
     if search.nnodes > 1:

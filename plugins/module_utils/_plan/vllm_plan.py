@@ -39,6 +39,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     LayoutSearch,
     auto_result,
     custom_allreduce,
+    describe_links,
     explicit_result,
     finish_layout,
     layout_search,
@@ -136,10 +137,11 @@ def _choose_layout(
     best = ranked[0] if ranked else None
     result = auto_result(search, best.candidate if best is not None else None)
     if best is not None:
+        links = describe_links(search.topo, best.candidate.groups)
         result.update(
             data_parallel_size=best.dp,
             replica_groups=best.replicas,
-            reason=speed_reason(search, best, workload.objective),
+            reason=speed_reason(search, best, workload.objective, links),
         )
     automatic = result["candidate"]
     if search.sizes_given:
