@@ -34,7 +34,7 @@ Public API:
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
     measured_overhead_bytes=None) -> dict``: the full budget, a plain dict: ``vllm_version``,
-    ``version_behaviour``, ``settings`` (value + source), ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib``
+    ``settings`` (value + source), ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib``
     (ceil(total x utilization)), ``weights_bytes``/``_gib`` (worst rank), ``weights_per_rank_bytes``,
     ``weights_source``, ``overhead_bytes``/``_gib`` (charged non-KV besides weights), ``overhead_source``
     ("model" or "measured"), ``overhead`` (model components), ``kv_cache_bytes``/``_gib`` (worst rank),
@@ -966,7 +966,6 @@ def memory_budget(
     findings.extend(start_findings)
     return {
         "vllm_version": version.text,
-        "version_behaviour": version.to_dict(),
         "settings": values,
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
