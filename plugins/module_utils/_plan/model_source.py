@@ -62,7 +62,7 @@ def _resolve_model(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str
     if isinstance(result, Checkpoint):
         return _use_checkpoint(inputs, result)
     named = quantization_named_by(repo)  # the quantization the repository's name states, if any
-    entry = find_model(model["base_model"]) if model.get("base_model") else find_model(repo)
+    entry = find_model(model.get("base_model") or repo)
     if entry is None:
         raise PlanInputError(
             [
