@@ -879,18 +879,13 @@ def vllm_memory_budget(
     pipeline_parallel_size: int = 1,
     weights: Optional[WeightsEstimate] = None,
     settings: Optional[Mapping] = None,
-    gpu_name: str = "",
-    compute_capability: Optional[str] = None,
-    cuda_runtime: Optional[str] = None,
-    measured_overhead_bytes: Optional[int] = None,
-    flashinfer_installed: Optional[bool] = None,
-    image_max_pixels: Optional[int] = None,
-    custom_all_reduce: Optional[bool] = None,
+    **hardware: Any,
 ) -> Dict[str, Any]:
     """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it (a plain dict whose
     keys the module's docstring lists). ``vllm_version``: its text or its VllmVersion; ``weights``: None
-    estimates them from the architecture and the settings. The planner, which holds both, asks
-    ``memory_budget``."""
+    estimates them from the architecture and the settings; ``hardware``: memory_budget's keywords (gpu_name,
+    compute_capability, cuda_runtime, measured_overhead_bytes, flashinfer_installed, image_max_pixels,
+    custom_all_reduce). The planner, which holds the version and the weights, asks ``memory_budget``."""
     version = _version(vllm_version)
     _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
     values = _resolved(settings)
@@ -902,13 +897,7 @@ def vllm_memory_budget(
         values,
         tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size,
-        gpu_name=gpu_name,
-        compute_capability=compute_capability,
-        cuda_runtime=cuda_runtime,
-        measured_overhead_bytes=measured_overhead_bytes,
-        flashinfer_installed=flashinfer_installed,
-        image_max_pixels=image_max_pixels,
-        custom_all_reduce=custom_all_reduce,
+        **hardware,
     )
 
 
