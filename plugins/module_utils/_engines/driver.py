@@ -31,6 +31,7 @@ def check_driver(
     cuda, source = engine_cuda(vllm_version, driver.get("cuda"))
     need = minimum_driver_for(gpus=gpus, cuda_version=cuda, cuda_source=source)
     minimum = need["minimum_driver"]
+    branch = branch_of(minimum) if minimum else None
     if not minimum or driver_at_least(driver["version"], minimum):
         return []
     return [
@@ -39,6 +40,6 @@ def check_driver(
             "error",
             f"driver {driver['version']} is older than {minimum}: {'; '.join(need['reasons'])}",
             "nvidia_driver_branch",
-            branch_of(minimum),
+            branch,
         )
     ]

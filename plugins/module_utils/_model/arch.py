@@ -469,45 +469,76 @@ def _require_linear_keys(text: Mapping, where: str, layer_types: Sequence[str]) 
                 raise ValueError(f"config.json{where} has linear_attention layers but no {key!r}")
 
 
-def _linear_fields(text: Mapping) -> Dict[str, Optional[int]]:
-    """The Gated DeltaNet (linear attention) dimensions of ModelArchitecture."""
-    return {key: _int_or_none(text.get(key), key, SIZE) for key in _LINEAR_KEYS}
+# The sizes every config.json states: ModelArchitecture's field -> its config.json keys (the first one set counts;
+# a missing one is refused naming them all).
+_REQUIRED_SIZES: Dict[str, Tuple[str, ...]] = {
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),  # ChatGLM: padded_vocab_size (vLLM's ChatGLMConfig)
+    "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"),
+}
+
+# The integers ModelArchitecture takes as config.json states them: field -> (its keys, the first one set counts and
+# an error names the first key; the least value allowed, SIZE or COUNT; the value when none is set). In the order
+# they are read, so that of two bad values the same one is named.
+_IntField = Tuple[Tuple[str, ...], int, Optional[int]]
+_TEXT_INTS: Dict[str, _IntField] = {
+    "intermediate_size": (("intermediate_size",), COUNT, None),
+    "q_lora_rank": (("q_lora_rank",), SIZE, None),
+    "qk_rope_head_dim": (("qk_rope_head_dim",), SIZE, None),
+    "qk_nope_head_dim": (("qk_nope_head_dim",), SIZE, None),
+    "v_head_dim": (("v_head_dim",), SIZE, None),
+    **{key: ((key,), SIZE, None) for key in _LINEAR_KEYS},  # Gated DeltaNet (linear attention)
+    # mixture of experts (counts 0 for a dense model; num_shared_experts is completed by _text_ints)
+    "shared_expert_intermediate_size": (("shared_expert_intermediate_size",), COUNT, None),
+    "num_shared_experts": (("n_shared_experts",), COUNT, None),
+    "num_experts": (("num_experts", "num_local_experts", "n_routed_experts"), COUNT, 0),
+    "num_experts_per_tok": (("num_experts_per_tok", "experts_per_token"), COUNT, 0),
+    "moe_intermediate_size": (("moe_intermediate_size",), COUNT, None),
+    "first_k_dense_replace": (("first_k_dense_replace",), COUNT, 0),
+    "mtp_layers": (("mtp_num_hidden_layers", "num_nextn_predict_layers"), COUNT, 0),
+}
+# The vision encoder's, from ``vision_config`` (zero without one).
+_VISION_INTS: Dict[str, _IntField] = {
+    "vision_depth": (("depth", "num_hidden_layers"), COUNT, 0),
+    "vision_hidden_size": (("hidden_size",), COUNT, 0),
+    "vision_intermediate_size": (("intermediate_size",), COUNT, 0),
+    "vision_patch_size": (("patch_size",), COUNT, 0),
+    "vision_spatial_merge_size": (("spatial_merge_size",), COUNT, 0),
+}
 
 
-def _moe_fields(text: Mapping) -> Dict[str, Any]:
-    """The mixture-of-experts fields of ModelArchitecture (counts 0 for a dense model)."""
-    experts = _first(text, "num_experts", "num_local_experts", "n_routed_experts")
-    shared_size = _int_or_none(text.get("shared_expert_intermediate_size"), "shared_expert_intermediate_size", COUNT)
-    shared = _int_or_none(text.get("n_shared_experts"), "n_shared_experts", COUNT)
-    per_token = _first(text, "num_experts_per_tok", "experts_per_token")
-    return {
-        "num_experts": _int_or_none(experts, "num_experts", COUNT) or 0,
-        "num_experts_per_tok": _int_or_none(per_token, "num_experts_per_tok", COUNT) or 0,
-        "moe_intermediate_size": _int_or_none(text.get("moe_intermediate_size"), "moe_intermediate_size", COUNT),
-        "num_shared_experts": (1 if shared_size else 0) if shared is None else shared,
-        "shared_expert_intermediate_size": shared_size,
-        "first_k_dense_replace": _int_or_none(text.get("first_k_dense_replace"), "first_k_dense_replace", COUNT) or 0,
-    }
+def _read_ints(mapping: Mapping, fields: Mapping[str, _IntField], prefix: str = "") -> Dict[str, Optional[int]]:
+    """The integer fields of one table read from ``mapping`` (errors name ``prefix`` + the first key)."""
+    values = {}
+    for field, (keys, minimum, default) in fields.items():
+        value = _int_or_none(_first(mapping, *keys), prefix + keys[0], minimum)
+        values[field] = default if value is None else value
+    return values
+
+
+def _required_sizes(top: Mapping, text: Mapping, where: str) -> Dict[str, int]:
+    """The sizes of _REQUIRED_SIZES (a vocabulary size absent from the text config is read at the top level)."""
+    homes = dict.fromkeys(_REQUIRED_SIZES, (text, where))
+    if not any(key in text for key in _REQUIRED_SIZES["vocab_size"]):
+        homes["vocab_size"] = (top, "")
+    return {field: _required_int(*homes[field], *keys) for field, keys in _REQUIRED_SIZES.items()}
+
+
+def _text_ints(text: Mapping) -> Dict[str, Optional[int]]:
+    """The integers of _TEXT_INTS; a model with a shared expert's size but no count has one shared expert."""
+    values = _read_ints(text, _TEXT_INTS)
+    if values["num_shared_experts"] is None:
+        values["num_shared_experts"] = 1 if values["shared_expert_intermediate_size"] else 0
+    return values
 
 
 def _vision_fields(top: Mapping) -> Dict[str, Any]:
     """The vision encoder fields of ModelArchitecture, from ``vision_config`` (zero without one)."""
     vision = top.get("vision_config")
     vision = dict(vision) if isinstance(vision, Mapping) else {}
-    return {
-        "has_vision": bool(vision),
-        "vision_depth": _int_or_none(_first(vision, "depth", "num_hidden_layers"), "vision_config.depth", COUNT) or 0,
-        "vision_hidden_size": _int_or_none(vision.get("hidden_size"), "vision_config.hidden_size", COUNT) or 0,
-        "vision_intermediate_size": _int_or_none(
-            vision.get("intermediate_size"), "vision_config.intermediate_size", COUNT
-        )
-        or 0,
-        "vision_patch_size": _int_or_none(vision.get("patch_size"), "vision_config.patch_size", COUNT) or 0,
-        "vision_spatial_merge_size": _int_or_none(
-            vision.get("spatial_merge_size"), "vision_config.spatial_merge_size", COUNT
-        )
-        or 0,
-    }
+    return {"has_vision": bool(vision), **_read_ints(vision, _VISION_INTS, "vision_config.")}
 
 
 @dataclass(frozen=True)
@@ -565,17 +596,8 @@ class ModelArchitecture:
     def from_config(cls, config: Mapping, hf_quant_config: Optional[Mapping] = None) -> ModelArchitecture:
         """Build from a parsed config.json (``text_config`` is used when present)."""
         top, text, where, archs, model_type = _config_parts(config)
-
-        num_layers = _required_int(text, where, "num_hidden_layers", "n_layer", "num_layers")
-        heads = _required_int(text, where, "num_attention_heads", "n_head")
-        hidden = _required_int(text, where, "hidden_size", "n_embd", "d_model")
-        vocab_keys = ("vocab_size", "padded_vocab_size")  # ChatGLM: padded_vocab_size (vLLM's ChatGLMConfig)
-        vocab = (
-            _required_int(text, where, *vocab_keys)
-            if any(key in text for key in vocab_keys)
-            else _required_int(top, "", *vocab_keys)
-        )
-        max_pos = _required_int(text, where, "max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
+        sizes = _required_sizes(top, text, where)
+        num_layers, heads, hidden = sizes["num_layers"], sizes["num_attention_heads"], sizes["hidden_size"]
         # vLLM's get_total_num_kv_heads: ChatGLM names its KV heads multi_query_group_num
         kv_heads = _int_or_none(
             _first(text, "num_key_value_heads", "num_kv_heads", "multi_query_group_num"), "num_key_value_heads", SIZE
@@ -584,7 +606,7 @@ class ModelArchitecture:
         kv_lora_rank = _int_or_none(text.get("kv_lora_rank"), "kv_lora_rank", SIZE)
         is_mla = kv_lora_rank is not None
         if is_mla:  # MLA query/key head: nope + rope parts (the cached latent is kv_lora_rank + rope)
-            head_dim = _required_int(text, where, "qk_nope_head_dim") + _required_int(text, where, "qk_rope_head_dim")
+            head_dim = sum(_required_int(text, where, key) for key in ("qk_nope_head_dim", "qk_rope_head_dim"))
         else:
             head_dim = _int_or_none(text.get("head_dim"), "head_dim", SIZE) or hidden // heads
         layer_types, sliding_window = _layer_types(text, num_layers, is_mla)
@@ -601,34 +623,20 @@ class ModelArchitecture:
         return cls(
             architecture=str(archs[0]) if archs else "",
             model_type=model_type,
-            num_layers=num_layers,
-            num_attention_heads=heads,
             num_kv_heads=kv_heads,
             head_dim=head_dim,
-            hidden_size=hidden,
-            vocab_size=vocab,
-            max_position_embeddings=max_pos,
             layer_types=layer_types,
-            intermediate_size=_int_or_none(text.get("intermediate_size"), "intermediate_size", COUNT),
             sliding_window=sliding_window,
             attn_output_gate=bool(text.get("attn_output_gate", model_type in _GATED_ATTENTION_MODEL_TYPES)),
             kv_lora_rank=kv_lora_rank,
-            q_lora_rank=_int_or_none(text.get("q_lora_rank"), "q_lora_rank", SIZE),
-            qk_rope_head_dim=_int_or_none(text.get("qk_rope_head_dim"), "qk_rope_head_dim", SIZE),
-            qk_nope_head_dim=_int_or_none(text.get("qk_nope_head_dim"), "qk_nope_head_dim", SIZE),
-            v_head_dim=_int_or_none(text.get("v_head_dim"), "v_head_dim", SIZE),
-            **_linear_fields(text),
-            **_moe_fields(text),
             rope_type=rope_type,
             rope_factor=rope_factor,
             rope_original_max_position_embeddings=rope_original,
             mamba_ssm_dtype=str(text["mamba_ssm_dtype"]) if text.get("mamba_ssm_dtype") else None,
             dtype=dtype.replace("torch.", ""),
             tie_word_embeddings=bool(tie),
-            mtp_layers=_int_or_none(
-                _first(text, "mtp_num_hidden_layers", "num_nextn_predict_layers"), "mtp_num_hidden_layers", COUNT
-            )
-            or 0,
+            **sizes,
+            **_text_ints(text),
             **_vision_fields(top),
             quantization=quantization,
             architectures=tuple(str(name) for name in archs),

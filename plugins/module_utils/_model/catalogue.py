@@ -117,22 +117,23 @@ def find_model(repo: str) -> Optional[CatalogueEntry]:
     return _INDEX.get(_key(repo))
 
 
-def resolve_model(repo: str, base_model: Optional[str] = None) -> CatalogueEntry:
+def _not_catalogued(repo: str, base_model: Optional[str]) -> ValueError:
     if base_model:
-        entry = find_model(base_model)
-        if entry is None:
-            raise ValueError(
-                f"inferops_model.base_model {base_model!r} is not in the model catalogue; "
-                f"use one of: {', '.join(catalogue_ids())}, or give inferops_model.config / config_file"
-            )
-        return entry
-    entry = find_model(repo)
-    if entry is None:
-        raise ValueError(
-            f"inferops_model.repo {repo!r} is not in the model catalogue: set inferops_model.base_model to the "
-            f"catalogued architecture it derives from ({', '.join(catalogue_ids())}), or give the real "
-            "config.json as inferops_model.config or inferops_model.config_file"
+        return ValueError(
+            f"inferops_model.base_model {base_model!r} is not in the model catalogue; "
+            f"use one of: {', '.join(catalogue_ids())}, or give inferops_model.config / config_file"
         )
+    return ValueError(
+        f"inferops_model.repo {repo!r} is not in the model catalogue: set inferops_model.base_model to the "
+        f"catalogued architecture it derives from ({', '.join(catalogue_ids())}), or give the real "
+        "config.json as inferops_model.config or inferops_model.config_file"
+    )
+
+
+def resolve_model(repo: str, base_model: Optional[str] = None) -> CatalogueEntry:
+    entry = find_model(base_model or repo)
+    if entry is None:
+        raise _not_catalogued(repo, base_model)
     return entry
 
 
@@ -146,9 +147,10 @@ def describe_model(
     if not isinstance(repo, str) or not repo.strip():
         raise ValueError("inferops_model.repo is required (the Hugging Face id, e.g. Qwen/Qwen3.6-35B-A3B)")
     base_model = model.get("base_model")
-    entry = find_model(base_model) if base_model else find_model(repo)
-    if config is not None:
-        return ModelArchitecture.from_config(config, hf_quant_config), entry, "config.json"
-    entry = resolve_model(repo, base_model)
-    source = f"catalogue:{entry.id}" + ("" if entry.verified else " (unverified)")
-    return ModelArchitecture.from_config(entry.config, hf_quant_config), entry, source
+    entry = find_model(base_model or repo)
+    source = "config.json"
+    if config is None:
+        if entry is None:
+            raise _not_catalogued(repo, base_model)
+        config, source = entry.config, f"catalogue:{entry.id}" + ("" if entry.verified else " (unverified)")
+    return ModelArchitecture.from_config(config, hf_quant_config), entry, source

@@ -35,6 +35,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.paralle
     fp8_block_split_fails,
     pipeline_parallel_problems,
     tensor_parallel_problems,
+    valid_splits,
 )
 
 # GPU-to-GPU link classes of `nvidia-smi topo -m`, best first. Legacy drivers print SOC for SYS.
@@ -283,18 +284,12 @@ def pp_layer_partition(num_layers: int, stage_memory: Sequence[float]) -> List[i
 
 
 def _candidates_for_world(
-    dims: ParallelDims, topo: Topology, available: Sequence[int], world: int, pp_factor: int
+    topo: Topology, available: Sequence[int], world: int, splits: Sequence[Tuple[int, int, bool]]
 ) -> List[Candidate]:
+    """The placements of ``world`` GPUs per node for each split vLLM accepts (parallelism.valid_splits)."""
     result = []
-    for tp in range(1, world + 1):
-        if world % tp:
-            continue
-        pp_local = world // tp
-        pp = pp_local * pp_factor
-        ep = fp8_block_split_fails(dims, tp)
-        if tensor_parallel_problems(dims, tp, expert_parallel=ep) or pipeline_parallel_problems(dims, pp):
-            continue
-        groups = _place_groups(topo, available, tp, pp_local)
+    for tp, pp, ep in splits:
+        groups = _place_groups(topo, available, tp, world // tp)
         if groups is None:
             continue
         result.append(Candidate(tp=tp, pp=pp, groups=groups, expert_parallel=ep))
@@ -434,10 +429,11 @@ def layout_search(
     elif chosen_gpus and not sizes_given:
         # Only the GPU set is pinned: choose the layout among those GPUs.
         available = [i for i in available if i in chosen_gpus]
+    splits = {world: valid_splits(dims, world, nnodes) for world in range(1, len(available) + 1)}
     options: List[Candidate] = []
     largest: Optional[Candidate] = None
     for world in range(1, len(available) + 1):
-        found = _candidates_for_world(dims, topo, available, world, nnodes)
+        found = _candidates_for_world(topo, available, world, splits[world])
         if found:
             largest = min(found, key=lambda c: _score(topo, c))
         options += found

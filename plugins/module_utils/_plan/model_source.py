@@ -61,7 +61,8 @@ def _resolve_model(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str
         raise PlanInputError([str(exc)]) from None
     if isinstance(result, Checkpoint):
         return _use_checkpoint(inputs, result)
-    entry = find_model(model["base_model"]) if model.get("base_model") else find_model(repo)
+    named = quantization_named_by(repo)  # the quantization the repository's name states, if any
+    entry = find_model(model.get("base_model") or repo)
     if entry is None:
         raise PlanInputError(
             [
@@ -75,17 +76,17 @@ def _resolve_model(inputs: HostInputs, resolver: ModelResolver) -> List[Dict[str
         "commit": None,
         "config_source": f"catalogue:{entry.id} (checkpoint not read: {result.message})",
     }
-    findings = _quantization_assumed(model, entry, result.message)
+    findings = _quantization_assumed(model, entry, named, result.message)
     if result.reason != "gated":
         return findings
     gated = f"{result.message}; until then the plan uses the catalogue's {entry.id}"
     return [finding("model-source", "warning", gated), *findings]
 
 
-def _quantization_assumed(model: Dict[str, Any], entry: Any, why: str) -> List[Dict[str, Any]]:
-    """A warning when the catalogue stands in for a repository whose name states a quantization that neither the
-    inventory nor the catalogued architecture gives: the plan would budget the weights at 16 bits."""
-    named = quantization_named_by(str(model["repo"]))
+def _quantization_assumed(model: Dict[str, Any], entry: Any, named: Optional[str], why: str) -> List[Dict[str, Any]]:
+    """A warning when the catalogue stands in for a repository whose name states a quantization (``named``:
+    weights.quantization_named_by) that neither the inventory nor the catalogued architecture gives: the plan
+    would budget the weights at 16 bits."""
     if named is None or "quantization" in model or entry.architecture().quantization is not None:
         return []
     return plan_findings(

@@ -69,11 +69,12 @@ def ollama_model_budget(
                 f"use indices among {known}"
             ]
         )
-    config = None if shape is not None else load_config(model)
-    if shape is not None:  # the GGUF's own header: what Ollama loads, whatever base_model says
-        architecture, entry = architecture_from_shape(shape), None
-    else:
+    if shape is None:  # the base model's architecture, and the GGUF shape it implies
+        config = load_config(model)
         architecture, entry, _arch_source = describe_model(model, config)
+        shape = shape_from_architecture(architecture)
+    else:  # the GGUF's own header: what Ollama loads, whatever base_model says
+        config, architecture, entry = None, architecture_from_shape(shape), None
     weights_bytes = model.get("weights_bytes")
     if not weights_bytes:
         raise PlanInputError(
@@ -92,7 +93,6 @@ def ollama_model_budget(
         }
         for i in layout["gpus"]
     ]
-    shape = shape if shape is not None else shape_from_architecture(architecture)
     resolution = resolve_ollama_settings(
         version,
         shape,

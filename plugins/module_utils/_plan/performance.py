@@ -41,6 +41,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.arch import (
     LAYER_SLIDING,
     ModelArchitecture,
 )
+from ansible_collections.inferops.llm.plugins.module_utils._model.weights import WeightsEstimate
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "performance.json"), encoding="utf-8") as _handle:
     CONSTANTS: Dict[str, Any] = json.load(_handle)
@@ -169,6 +170,20 @@ def model_traffic(
         layer_kernels=layer_kernels,
         moe_layers=tuple(bool(x) for x in moe_layers),
     )
+
+
+def traffic_for(
+    served: ModelArchitecture,
+    weights: WeightsEstimate,
+    counts: Mapping[str, int],
+    scheme: Optional[str],
+    gguf: bool = False,
+) -> ModelTraffic:
+    """The model's per-layer traffic from the weights the engine loads (components in bytes), the parameter
+    counts (the catalogue's, else weights.estimate_params of the served architecture) and the quantization
+    scheme the weights are stored in."""
+    kernel, precision = weight_format(scheme, gguf=gguf)
+    return model_traffic(served, weights.components, dict(counts), kernel, precision)
 
 
 @dataclass(frozen=True)
@@ -656,8 +671,22 @@ def predict(
     }
 
 
-def objective_value(figures: Mapping[str, Any], objective: str) -> float:
-    """The figure a layout is ranked by (higher is better)."""
-    if objective == "throughput":
-        return float(figures["aggregate_decode_tokens_per_s"])
-    return float(figures["single_stream_decode_tokens_per_s"])
+def predict_layout(
+    traffic: ModelTraffic,
+    topo: Any,
+    groups: Sequence[Sequence[int]],
+    tp: int,
+    custom_allreduce: bool,
+    partition: Optional[Sequence[int]],
+    kv: KvTraffic,
+    enforce_eager: bool,
+    workload: Workload,
+    replicas: Sequence[int],
+    **limits: Any,
+) -> Dict[int, Dict[str, Any]]:
+    """The figures of one vLLM replica's layout (its TP groups in stage order on ``topo``) for each count of
+    identical replicas in ``replicas``: the stages and the predictor are built once. ``limits``: predict's
+    keyword arguments but ``replicas``."""
+    stages = stages_of(topo, groups, traffic.num_layers, custom_allreduce, partition)
+    predictor = Predictor(traffic, stages, tp, kv, "vllm", enforce_eager)
+    return {count: predict(predictor, workload, replicas=count, **limits) for count in replicas}

@@ -28,7 +28,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     Candidate,
     LayoutSearch,
     custom_allreduce,
-    describe_links,
     pp_layer_partition,
     replica_groups,
 )
@@ -40,12 +39,10 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
     Predictor,
     Stage,
     Workload,
-    model_traffic,
-    objective_value,
     predict,
+    predict_layout,
     spec_for,
-    stages_of,
-    weight_format,
+    traffic_for,
 )
 
 
@@ -72,30 +69,34 @@ class Option:
         }
 
 
-def traffic_for(
-    served: ModelArchitecture,
-    weights: WeightsEstimate,
-    params: Optional[Mapping[str, int]],
-    scheme: Optional[str],
-    gguf: bool = False,
-) -> ModelTraffic:
-    """The model's per-layer traffic from the weights vLLM loads (components in bytes), the parameter counts
-    and the quantization scheme the weights are stored in."""
-    kernel, precision = weight_format(scheme, gguf=gguf)
-    counts = dict(params) if params is not None else estimate_params(served)
-    return model_traffic(served, weights.components, counts, kernel, precision)
-
-
 def kv_traffic(budget: Mapping[str, Any]) -> KvTraffic:
     layout = budget["layout"]
     state = layout.get("gdn_state") or {}
     return KvTraffic(float(layout["attention_bytes_per_token_per_layer"]), float(state.get("page_bytes") or 0))
 
 
-def predictor_for(
-    search: LayoutSearch, traffic: ModelTraffic, candidate: Candidate, budget: Mapping[str, Any], settings: Mapping
-) -> Predictor:
-    """The predictor of one replica of ``candidate``; across nodes, the local stages repeat once per node."""
+def _limits(budget: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the budget and the settings bound a prediction with (predict's keyword arguments)."""
+    return {
+        "kv_cache_tokens": int(budget["kv_cache_tokens"]),
+        "max_num_seqs": int(settings.get("max_num_seqs") or 256),
+        "max_model_len": int(budget["max_model_len"]),
+        "max_num_batched_tokens": int(settings.get("max_num_batched_tokens") or 2048),
+        "fits_at_context": _fits_at_context(budget),
+    }
+
+
+def layout_figures(
+    search: LayoutSearch,
+    traffic: ModelTraffic,
+    candidate: Candidate,
+    budget: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    workload: Workload,
+    replicas: Sequence[int],
+) -> Dict[int, Dict[str, Any]]:
+    """The predicted figures of ``candidate`` with each count of data-parallel replicas in ``replicas``, asked
+    of performance.py in one call; across nodes, the local stages repeat once per node."""
     custom = custom_allreduce(search.topo, candidate) and not settings.get("disable_custom_all_reduce")
     groups = [list(g) for g in candidate.groups] * max(1, search.nnodes)
     partition = None
@@ -103,21 +104,23 @@ def predictor_for(
         memory = [min(search.topo.gpus[i].memory_mib for i in g) * len(g) for g in groups]
         if len(set(memory)) > 1:
             partition = pp_layer_partition(traffic.num_layers, memory)
-    stages = stages_of(search.topo, groups, traffic.num_layers, custom, partition)
-    return Predictor(traffic, stages, candidate.tp, kv_traffic(budget), "vllm", bool(settings.get("enforce_eager")))
+    return predict_layout(
+        traffic,
+        search.topo,
+        groups,
+        candidate.tp,
+        custom,
+        partition,
+        kv_traffic(budget),
+        bool(settings.get("enforce_eager")),
+        workload,
+        replicas,
+        **_limits(budget, settings),
+    )
 
 
 def figures_for(predictor: Predictor, workload: Workload, dp: int, budget: Mapping[str, Any], settings: Mapping):
-    return predict(
-        predictor,
-        workload,
-        replicas=dp,
-        kv_cache_tokens=int(budget["kv_cache_tokens"]),
-        max_num_seqs=int(settings.get("max_num_seqs") or 256),
-        max_model_len=int(budget["max_model_len"]),
-        max_num_batched_tokens=int(settings.get("max_num_batched_tokens") or 2048),
-        fits_at_context=_fits_at_context(budget),
-    )
+    return predict(predictor, workload, replicas=dp, **_limits(budget, settings))
 
 
 def _fits_at_context(budget: Mapping[str, Any]) -> Optional[Callable[[int], int]]:
@@ -145,22 +148,34 @@ def layout_options(
         found = evaluate(candidate.tp, candidate.pp)
         if found is None or not found.fits:
             continue
-        values = found.settings.values
-        predictor = predictor_for(search, traffic, candidate, found.budget, values)
         world = candidate.tp * len(candidate.groups)
         counts = [pinned_dp] if pinned_dp else range(1, len(search.available) // world + 1)
         if search.nnodes > 1:
             counts = [1]
+        placed = []
         for dp in counts:
             replicas = replica_groups(search.topo, search.available, candidate, dp)
             if replicas is None:
                 continue
             groups = candidate.groups + replicas
             slow = candidate.tp > 1 and not all(search.topo.tp_eligible(g) for g in groups)
-            option = Option(candidate, dp, replicas, found.budget, slow_links=slow)
-            option.figures = figures_for(predictor, workload, dp, found.budget, values)
-            options.append(option)
+            placed.append(Option(candidate, dp, replicas, found.budget, slow_links=slow))
+        if not placed:
+            continue
+        figures = layout_figures(
+            search, traffic, candidate, found.budget, found.settings.values, workload, [o.dp for o in placed]
+        )
+        for option in placed:
+            option.figures = figures[option.dp]
+        options.extend(placed)
     return options
+
+
+def objective_value(figures: Mapping[str, Any], objective: str) -> float:
+    """The figure a layout is ranked by (higher is better)."""
+    if objective == "throughput":
+        return float(figures["aggregate_decode_tokens_per_s"])
+    return float(figures["single_stream_decode_tokens_per_s"])
 
 
 def rank_options(options: Sequence[Option], objective: str, engine_gpus: int) -> List[Option]:
@@ -260,8 +275,8 @@ def performance_section(
 SPEED_FIGURES = ("single_stream_decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s")
 
 
-def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
-    """Why the automatic layout was chosen, in words."""
+def speed_reason(search: LayoutSearch, option: Option, objective: str, links: str) -> str:
+    """Why the automatic layout was chosen, in words (``links``: layout.describe_links of its TP groups)."""
     cand = option.candidate
     if option.gpus == 1 and search.nnodes == 1 and len(search.available) == 1:
         return "fits one GPU: TP=1"
@@ -273,7 +288,6 @@ def speed_reason(search: LayoutSearch, option: Option, objective: str) -> str:
         else f"{option.figures['single_stream_decode_tokens_per_s']:g} tokens/s single-stream decode"
     )
     text = f"fastest layout for {objective}: {shape} ({figure})"
-    links = describe_links(search.topo, cand.groups)
     if links:
         text += f" with TP groups {links}"
     if search.nnodes > 1:
@@ -314,7 +328,8 @@ def ollama_performance(
     """The performance section of an Ollama host: llama.cpp runs its layer split one GPU after another, and
     the layers left on the CPU at the host's memory bandwidth. No alternatives: Ollama chooses its split.
     ``llama_cpp_date``: the date of the llama.cpp the release runs (its era; None: the newest)."""
-    traffic = traffic_for(served, weights, params, None, gguf=True)
+    counts = dict(params) if params is not None else estimate_params(served)
+    traffic = traffic_for(served, weights, counts, None, gguf=True)
     blocks = traffic.num_layers
     gpu_blocks = [int(g["layers"]) for g in per_gpu]
     output_on_gpu = sum(gpu_blocks) > blocks

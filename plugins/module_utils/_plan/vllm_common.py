@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
-    vllm_memory_budget,
+    memory_budget,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
     compute_capability_x10 as capability_x10,
@@ -30,6 +30,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.arch import Mo
 from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue import describe_model
 from ansible_collections.inferops.llm.plugins.module_utils._model.weights import (
     WeightsEstimate,
+    estimate_params,
     estimate_weights,
     quantization_from_name,
 )
@@ -42,8 +43,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.common import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.inputs import (
     HostInputs,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic
-from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import traffic_for
+from ansible_collections.inferops.llm.plugins.module_utils._plan.performance import ModelTraffic, traffic_for
 
 # Settings that change vLLM's non-KV overhead (activation peak, sampler warm-up, CUDA graphs): a
 # measurement taken with other values says nothing about this plan.
@@ -75,14 +75,15 @@ def model_architecture(
 
 
 def model_weights(
-    inputs: HostInputs, served: ModelArchitecture, params: Optional[Mapping[str, int]], quantization: Any
-) -> WeightsEstimate:
-    """The weights vLLM loads: inventory bytes, the checkpoint's config, or the catalogue's parameter counts.
+    inputs: HostInputs, served: ModelArchitecture, params: Optional[Mapping[str, int]]
+) -> Tuple[Any, WeightsEstimate, Dict[str, int]]:
+    """(the inventory's ``inferops_model.quantization`` parsed, None when it names none; the weights vLLM loads:
+    inventory bytes, the checkpoint's config, or the catalogue's parameter counts; the parameter counts).
 
-    params: the catalogue's parameter counts when no config.json is read; quantization: the inventory's
-    ``inferops_model.quantization`` parsed (quantization_from_name), None when it names none."""
+    params: the catalogue's parameter counts when no config.json is read (else they are estimated)."""
     requested = inputs.settings
-    return estimate_weights(
+    quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
+    weights = estimate_weights(
         served,
         params=params,
         weights_bytes=inputs.model.get("weights_bytes"),
@@ -91,6 +92,7 @@ def model_weights(
         include_vision=not requested.get("language_model_only"),
         checkpoint=inputs.checkpoint_bytes,
     )
+    return quantization, weights, dict(params) if params is not None else estimate_params(served)
 
 
 def weight_scheme(inputs: HostInputs, architecture: ModelArchitecture, quantization: Any) -> Optional[str]:
@@ -113,32 +115,36 @@ class VllmModel:
     entry: Any  # the catalogue entry
     weights: WeightsEstimate
     context: Dict[str, Any]  # what an overhead measured at the last start must match (measured_overhead)
-    params: Optional[Dict[str, int]]  # the catalogue's parameter counts when no config.json is read
+    counts: Dict[str, int]  # parameter counts: the catalogue's when no config.json is read, else estimated
     scheme: Optional[str]  # the quantization scheme the weights are stored in (weight_scheme)
     image_max_pixels: Optional[int]  # the image processor's largest image (load_image_max_pixels)
+    traffic: ModelTraffic  # bytes and FLOPs of one token through the model (the speed prediction's input)
 
 
 def vllm_model(inputs: HostInputs) -> VllmModel:
     """Everything the planners need of the model, each file of the checkpoint read once."""
     config = load_config(inputs.model)
+    image_max_pixels = load_image_max_pixels(inputs.model)
     architecture, served, entry = model_architecture(inputs, config)
     params = entry.params if entry is not None and config is None else None
-    quantization = quantization_from_name(inputs.model["quantization"]) if "quantization" in inputs.model else None
+    quantization, weights, counts = model_weights(inputs, served, params)
     context = {
         "vllm_version": inputs.engine_version,
         "repo": inputs.model["repo"],
         "revision": inputs.model["revision"],
         **{name: inputs.settings.get(name) for name in OVERHEAD_SETTINGS},
     }
+    scheme = weight_scheme(inputs, architecture, quantization)
     return VllmModel(
         architecture,
         served,
         entry,
-        model_weights(inputs, served, params, quantization),
+        weights,
         context,
-        dict(params) if params is not None else None,
-        weight_scheme(inputs, architecture, quantization),
-        load_image_max_pixels(inputs.model),
+        counts,
+        scheme,
+        image_max_pixels,
+        traffic_for(served, weights, counts, scheme, is_gguf(inputs)),
     )
 
 
@@ -151,11 +157,6 @@ def vllm_model_section(inputs: HostInputs, model: VllmModel) -> Dict[str, Any]:
     return model_section(
         inputs, architecture.architecture, model.weights.total_bytes, model.weights.source, quantization
     )
-
-
-def model_traffic(inputs: HostInputs, model: VllmModel) -> ModelTraffic:
-    """Bytes and FLOPs of one token through the model (the speed prediction's input)."""
-    return traffic_for(model.served, model.weights, model.params, model.scheme, is_gguf(inputs))
 
 
 def measured_overhead(
@@ -244,17 +245,16 @@ def evaluate(
         measured, dict(model.context, tensor_parallel_size=tp, pipeline_parallel_size=pp)
     )
     choices: Dict[str, Any] = {}
-    settings = resolve_vllm_settings(ctx, inputs.settings, choices)
 
-    def budget() -> Dict[str, Any]:
-        return vllm_memory_budget(
+    def budget(settings: ResolvedSettings) -> Dict[str, Any]:
+        return memory_budget(
             model.served,
             ctx.version,
             ctx.gpu_total_bytes,
+            model.weights,
+            {**settings.values, **(pinned or {})},
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
-            weights=model.weights,
-            settings={**settings.values, **(pinned or {})},
             gpu_name=ctx.gpu_name,
             compute_capability=ctx.compute_capability,
             measured_overhead_bytes=overhead,
@@ -262,15 +262,15 @@ def evaluate(
             custom_all_reduce=custom_all_reduce,
         )
 
-    figures = budget()
-    for _round in range(MAX_REFINE_ROUNDS):
-        changes = refine_with_budget(ctx, inputs.settings, settings, figures)
-        if not changes:
-            break
-        choices.update(changes)
+    rounds = 0
+    while True:  # resolve, budget, refine: until the choices settle (at most MAX_REFINE_ROUNDS refinements)
         settings = resolve_vllm_settings(ctx, inputs.settings, choices)
-        figures = budget()
-    return Evaluation(settings, figures, note)
+        figures = budget(settings)
+        changes = refine_with_budget(ctx, inputs.settings, settings, figures) if rounds < MAX_REFINE_ROUNDS else {}
+        if not changes:
+            return Evaluation(settings, figures, note)
+        choices.update(changes)
+        rounds += 1
 
 
 def budget_figures(budget: Mapping[str, Any]) -> Dict[str, Any]:

@@ -37,7 +37,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
 from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common import (
     evaluate,
     is_gguf,
-    model_traffic,
     serve_command,
     vllm_model,
     vllm_model_section,
@@ -130,7 +129,7 @@ def vllm_cpu_plan(
     layout = _cpu_layout()
     settings = settings_section(evaluation.settings, requested, layout, figures, version)
     performance = vllm_cpu_performance(
-        model_traffic(inputs, model),
+        model.traffic,
         kv_traffic(figures),
         inputs.workload,
         figures,

@@ -39,6 +39,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.layout import (
     LayoutSearch,
     auto_result,
     custom_allreduce,
+    describe_links,
     explicit_result,
     finish_layout,
     layout_search,
@@ -47,10 +48,9 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.performance imp
 from ansible_collections.inferops.llm.plugins.module_utils._plan.speed import (
     Option,
     alternatives,
-    figures_for,
+    layout_figures,
     layout_options,
     performance_section,
-    predictor_for,
     rank_options,
     speed_reason,
 )
@@ -60,7 +60,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._plan.vllm_common imp
     VllmModel,
     evaluate,
     is_gguf,
-    model_traffic,
     serve_command,
     settings_context,
     vllm_model,
@@ -129,7 +128,7 @@ def _choose_layout(
         },
     )
     workload = inputs.workload
-    traffic = model_traffic(inputs, model)
+    traffic = model.traffic
     ranked = rank_options(
         layout_options(search, search.candidates, evaluation, traffic, workload),
         workload.objective,
@@ -138,10 +137,11 @@ def _choose_layout(
     best = ranked[0] if ranked else None
     result = auto_result(search, best.candidate if best is not None else None)
     if best is not None:
+        links = describe_links(search.topo, best.candidate.groups)
         result.update(
             data_parallel_size=best.dp,
             replica_groups=best.replicas,
-            reason=speed_reason(search, best, workload.objective),
+            reason=speed_reason(search, best, workload.objective, links),
         )
     automatic = result["candidate"]
     if search.sizes_given:
@@ -221,9 +221,9 @@ def _cannot_split(
 def _performance(chosen: _Chosen, workload: Workload, used: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """The plan's performance section: the chosen layout's predicted speed and the alternatives."""
     values, figures = chosen.evaluation.settings.values, chosen.evaluation.budget
-    speed = predictor_for(chosen.search, chosen.traffic, chosen.candidate, figures, values)
+    dp = int(chosen.layout["data_parallel_size"])
     return performance_section(
-        figures_for(speed, workload, int(chosen.layout["data_parallel_size"]), figures, values),
+        layout_figures(chosen.search, chosen.traffic, chosen.candidate, figures, values, workload, [dp])[dp],
         alternatives(chosen.ranked, chosen.best, workload.objective, len(chosen.search.available))
         if chosen.best is not None
         else [],
@@ -283,7 +283,8 @@ def vllm_plan(
         findings.append(chosen.evaluation.overhead_note)
     standby = None
     if inputs.standby_ollama is not None:
-        standby, coresidency = standby_ollama(inputs.standby_ollama, gear, vllm_reserved_bytes(settings, figures, used))
+        reserved = vllm_reserved_bytes(settings, figures, used)
+        standby, coresidency = standby_ollama(inputs.standby_ollama, gear, reserved)
         findings += coresidency
     plan = {
         "engine": "vllm",

@@ -139,18 +139,14 @@ def _add_unverified_arch_check(
 
 def _resolve_context_length(
     context_length: Optional[int],
-    version: Tuple[int, ...],
-    totals: List[int],
-    gpu_overhead_bytes: int,
+    default_length: Optional[int],
     trained: int,
     checks: Checks,
     sources: Dict[str, str],
 ) -> int:
+    """default_length: the release's default for these GPUs (budget.default_context_length), when unset."""
     if context_length is None:
-        context_length, sources["context_length"] = (
-            default_context_length(version, sum(totals), gpu_overhead_bytes),
-            "default",
-        )
+        context_length, sources["context_length"] = int(default_length or 0), "default"
     else:
         context_length, sources["context_length"] = int(context_length), "inventory"
     if context_length <= 0:
@@ -275,14 +271,16 @@ def resolve_ollama_settings(
     checks: List[Dict[str, str]] = []
     sources: Dict[str, str] = {}
 
-    _add_version_checks(checks, ollama_version, version, arch)
-
+    # What the budget module says of these GPUs, asked at once: their memory and the release's default context.
     totals = [gpu_total(g) for g in gpu_list]
+    default_length = (
+        default_context_length(version, sum(totals), gpu_overhead_bytes) if context_length is None else None
+    )
     trained = int(shape.get("context_length") or 0)
 
-    context_length = _resolve_context_length(
-        context_length, version, totals, gpu_overhead_bytes, trained, checks, sources
-    )
+    _add_version_checks(checks, ollama_version, version, arch)
+
+    context_length = _resolve_context_length(context_length, default_length, trained, checks, sources)
 
     num_parallel = _resolve_num_parallel(num_parallel, arch, version, ollama_version, checks, sources)
 

@@ -10,11 +10,12 @@ read from each release's wheel by tests/bin/vllm-architectures: per architecture
 Public API:
 
 ``READ_RELEASES`` (tuple of str): the releases whose registry was read, oldest first.
-``support(architecture, version) -> ArchitectureSupport``: whether the registry of that release lists the
-    architecture; if not, whether a later release adds it (``later``, with the first), an earlier one had
-    it (``removed``, with the last), or no release read lists it (``unknown``).
+``support(architecture, number) -> ArchitectureSupport``: whether the registry of that release (``number``: its
+    tuple, releases.parse_vllm_version) lists the architecture; if not, whether a later release adds it
+    (``later``, with the first), an earlier one had it (``removed``, with the last), or no release read lists
+    it (``unknown``).
 ``registry_size(release) -> int``: how many architectures the registry of a read release lists.
-``served_class(architectures, version) -> (name, base) | None``: the class of config.json's ``architectures``
+``served_class(architectures, number) -> (name, base) | None``: the class of config.json's ``architectures``
     that the registry of that release serves, as vLLM picks it (``conversions.json``: a class it does not list
     may be served converted from one it lists, ``base``; ``base`` is None for a listed class).
 """
@@ -39,6 +40,7 @@ with open(os.path.join(os.path.dirname(ARCHITECTURES_FILE), "conversions.json"),
 
 READ_RELEASES: Tuple[str, ...] = tuple(sorted(ARCHITECTURE_DATA["releases_read"], key=parse_vllm_version))
 _NUMBERS = [parse_vllm_version(text) for text in READ_RELEASES]
+_CONVERSION_STARTS = [(parse_vllm_version(rule["from"]), rule) for rule in CONVERSION_RULES]
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,8 @@ def _present(spans: List[List[Optional[str]]], index: int) -> bool:
     return False
 
 
-def support(architecture: str, version: Any) -> ArchitectureSupport:
-    """What the registry of ``version`` (text or release tuple) says of ``architecture``."""
-    number = version if isinstance(version, tuple) else parse_vllm_version(str(version))
+def support(architecture: str, number: Tuple[int, ...]) -> ArchitectureSupport:
+    """What the registry of the release ``number`` (releases.parse_vllm_version) says of ``architecture``."""
     index = _applying(number)
     if index is None:
         return ArchitectureSupport(architecture, "unread", None)
@@ -104,7 +105,7 @@ def registry_size(release: str) -> int:
 
 
 def _conversion_rule(number: Tuple[int, ...]) -> Optional[Dict[str, Any]]:
-    applying = [rule for rule in CONVERSION_RULES if parse_vllm_version(rule["from"]) <= number]
+    applying = [rule for start, rule in _CONVERSION_STARTS if start <= number]
     return applying[-1] if applying else None
 
 
@@ -120,10 +121,9 @@ def _converted_base(architecture: str, number: Tuple[int, ...], rule: Mapping[st
     return None
 
 
-def served_class(architectures: Sequence[str], version: Any) -> Optional[Tuple[str, Optional[str]]]:
-    """``(class, base)``: the class of ``architectures`` that vLLM ``version`` serves, with the listed class it
-    converts it from (None when the class is listed itself); None when it serves none of them."""
-    number = version if isinstance(version, tuple) else parse_vllm_version(str(version))
+def served_class(architectures: Sequence[str], number: Tuple[int, ...]) -> Optional[Tuple[str, Optional[str]]]:
+    """``(class, base)``: the class of ``architectures`` that the vLLM release ``number`` serves, with the listed
+    class it converts it from (None when the class is listed itself); None when it serves none of them."""
     listed = [name for name in architectures if support(name, number).status == "listed"]
     rule = _conversion_rule(number)
     if rule is None:

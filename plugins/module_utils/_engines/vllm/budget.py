@@ -34,7 +34,7 @@ Public API:
 ``vllm_memory_budget(arch, vllm_version, gpu_total_bytes, tensor_parallel_size=1, pipeline_parallel_size=1,
     weights=None, settings=None, gpu_name="", compute_capability=None, cuda_runtime=None,
     measured_overhead_bytes=None) -> dict``: the full budget, a plain dict: ``vllm_version``,
-    ``version_behaviour``, ``settings`` (value + source), ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib``
+    ``settings`` (value + source), ``gpu_total_bytes``/``_gib``, ``requested_bytes``/``_gib``
     (ceil(total x utilization)), ``weights_bytes``/``_gib`` (worst rank), ``weights_per_rank_bytes``,
     ``weights_source``, ``overhead_bytes``/``_gib`` (charged non-KV besides weights), ``overhead_source``
     ("model" or "measured"), ``overhead`` (model components), ``kv_cache_bytes``/``_gib`` (worst rank),
@@ -51,6 +51,8 @@ Public API:
     Qwen3-VL-family vision tower that is profiled is charged one dummy image at ``image_max_pixels`` (the
     checkpoint's image processor ``size.longest_edge``; None: the family's published 16,777,216), with an info
     finding ``vllm_vision_profile_uncertain`` that names the estimated term (``overhead.vision_profile``).
+``memory_budget(arch, version, gpu_total_bytes, loaded, settings, tensor_parallel_size=1, ...) -> dict``: the
+    same budget of a VllmVersion and the WeightsEstimate the engine loads, resolved once by the planner.
 ``gdn_prefill_transient_bytes(arch, num_tokens, tensor_parallel_size=1) -> int``: memory of one Gated-DeltaNet
     layer's chunked prefill that vLLM's profile run never measures (``vllm_gdn_prefill_unprofiled``).
 ``derived_max_model_len(arch, version) -> int``: the longest max_model_len the release accepts (rope
@@ -877,6 +879,37 @@ def vllm_memory_budget(
     pipeline_parallel_size: int = 1,
     weights: Optional[WeightsEstimate] = None,
     settings: Optional[Mapping] = None,
+    **hardware: Any,
+) -> Dict[str, Any]:
+    """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it (a plain dict whose
+    keys the module's docstring lists). ``vllm_version``: its text or its VllmVersion; ``weights``: None
+    estimates them from the architecture and the settings; ``hardware``: memory_budget's keywords (gpu_name,
+    compute_capability, cuda_runtime, measured_overhead_bytes, flashinfer_installed, image_max_pixels,
+    custom_all_reduce). The planner, which holds the version and the weights, asks ``memory_budget``."""
+    version = _version(vllm_version)
+    _validate_layout(arch, tensor_parallel_size, pipeline_parallel_size, gpu_total_bytes)
+    values = _resolved(settings)
+    return memory_budget(
+        arch,
+        version,
+        gpu_total_bytes,
+        _weights(arch, weights, values),
+        values,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        **hardware,
+    )
+
+
+def memory_budget(
+    arch: ModelArchitecture,
+    version: VllmVersion,
+    gpu_total_bytes: int,
+    loaded: WeightsEstimate,
+    settings: Mapping[str, Any],
+    *,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
     gpu_name: str = "",
     compute_capability: Optional[str] = None,
     cuda_runtime: Optional[str] = None,
@@ -885,14 +918,12 @@ def vllm_memory_budget(
     image_max_pixels: Optional[int] = None,
     custom_all_reduce: Optional[bool] = None,
 ) -> Dict[str, Any]:
-    """Full per-GPU budget of one layout, as the pinned vLLM release computes and logs it (a plain dict whose
-    keys the module's docstring lists)."""
-    version = _version(vllm_version)
+    """vllm_memory_budget of the release ``version`` with the weights the engine loads (``loaded``): what the
+    planner asks, the release and the weights resolved once per plan."""
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     _validate_layout(arch, tp, pp, gpu_total_bytes)
     values = _resolved(settings)
     hw = {"compute_capability": compute_capability, "cuda_runtime": cuda_runtime}
-    loaded = _weights(arch, weights, values)
     per_rank = weights_per_rank(arch, loaded, tp, pp)
     model_overhead = overhead_estimate(
         arch, version, values, tp, pp, compute_capability, flashinfer_installed, image_max_pixels, custom_all_reduce
@@ -924,7 +955,6 @@ def vllm_memory_budget(
     findings.extend(start_findings)
     return {
         "vllm_version": version.text,
-        "version_behaviour": version.to_dict(),
         "settings": values,
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,

@@ -11,7 +11,7 @@ and the FP8 block rule for MoE (block-quantized FP8 weights split into whole blo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Mapping
+from typing import Any, List, Mapping, Tuple
 
 
 class LayoutError(ValueError):
@@ -101,3 +101,18 @@ def pipeline_parallel_problems(dims: ParallelDims, pp: int) -> List[str]:
     if pp > dims.num_hidden_layers:
         return [f"{pp} pipeline stages exceed the {dims.num_hidden_layers} layers"]
     return []
+
+
+def valid_splits(dims: ParallelDims, world: int, pp_factor: int = 1) -> List[Tuple[int, int, bool]]:
+    """``(tp, pp, expert_parallel)`` of every split of ``world`` GPUs into TP x local PP that vLLM accepts for the
+    model, PP counted over ``pp_factor`` nodes (expert parallel where block-FP8 experts do not split)."""
+    result = []
+    for tp in range(1, world + 1):
+        if world % tp:
+            continue
+        pp = world // tp * pp_factor
+        ep = fp8_block_split_fails(dims, tp)
+        if tensor_parallel_problems(dims, tp, expert_parallel=ep) or pipeline_parallel_problems(dims, pp):
+            continue
+        result.append((tp, pp, ep))
+    return result

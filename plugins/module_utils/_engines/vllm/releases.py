@@ -130,20 +130,6 @@ class VllmVersion:
     def at_least(self, *number: int) -> bool:
         return self.number >= tuple(number)
 
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "version": self.text,
-            "default_gpu_memory_utilization": self.default_gpu_memory_utilization,
-            "cudagraph_memory_charged": self.cudagraph_memory_charged,
-            "kv_tokens_from_concurrency": self.kv_tokens_from_concurrency,
-            "hybrid_prefix_caching_default": self.hybrid_prefix_caching_default,
-            "align_block_size_assert": self.align_block_size_assert,
-            "mamba_cache_modes": list(self.mamba_cache_modes),
-            "gdn_prefill_checkpoint": self.gdn_prefill_checkpoint,
-            "consumed_memory_profiler": self.consumed_memory_profiler,
-            "kv_cache_dtypes": list(self.kv_cache_dtypes),
-        }
-
 
 _NOT_FIELDS = ("pypi_uploaded", "modelled", "registries_read", "install_overrides", "install_excludes")
 

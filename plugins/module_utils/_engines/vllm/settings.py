@@ -27,6 +27,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget 
     parse_human_int,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    first_available,
     model_family,
     predicted_backend,
 )
@@ -36,7 +37,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     suggested_batched_tokens,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import state_seqs_limit
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.parsers import first_available
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     FAMILIES,
     REASONING_PARSERS,
@@ -329,19 +329,25 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
     def choose(name: str, value: Any, reason: str, source: str = "chosen") -> None:
         out[name] = _entry(value, source, reason)
 
+    # What the checks' rules say of this model and these GPUs, asked at once: the family, whether the GPUs run
+    # an FP8 KV cache natively, the backend vLLM would select, prefix caching and the Mamba cache mode.
     family = FAMILIES.get(model_family(arch, ctx.repo) or "")
+    native_fp8 = cc is not None and cc >= 89 and bool(predicted_backend(ver, cc, "fp8", False))
+    kv_choice = None if given("kv_cache_dtype") else ("fp8" if native_fp8 else "auto")
+    kv = str(inventory.get("kv_cache_dtype") or kv_choice or "auto")
+    sinks = str(arch.get("architecture", "")).startswith("GptOss")
+    pick = predicted_backend(ver, cc, kv, sinks) if cc is not None else None
+    prefix_on = prefix_caching_on(vv, {}, hybrid)
+    prefix = inventory.get("enable_prefix_caching")
+    mode = mamba_cache_mode(vv, {"enable_prefix_caching": prefix_on if _unset(prefix) else prefix}, hybrid)
     for name in off:
         choose(name, None, f"switched off in the inventory (vllm_{name}: {SWITCH_OFF})", "inventory")
     _parser_choices(family, ver, inventory, off, out, given, choose)
-    if not given("kv_cache_dtype"):
-        if cc is not None and cc >= 89 and predicted_backend(ver, cc, "fp8", False):
-            choose("kv_cache_dtype", "fp8", f"compute capability {cc / 10:.1f} has native FP8: half the KV memory")
-        else:
-            choose("kv_cache_dtype", "auto", "KV cache in the model dtype (no native FP8 on this GPU)", "default")
-    kv = str(inventory.get("kv_cache_dtype") or out["kv_cache_dtype"]["value"] or "auto")
-    sinks = str(arch.get("architecture", "")).startswith("GptOss")
+    if kv_choice == "fp8":
+        choose("kv_cache_dtype", "fp8", f"compute capability {cc / 10:.1f} has native FP8: half the KV memory")
+    elif kv_choice is not None:
+        choose("kv_cache_dtype", "auto", "KV cache in the model dtype (no native FP8 on this GPU)", "default")
     if not given("attention_backend"):
-        pick = predicted_backend(ver, cc, kv, sinks) if cc is not None else None
         choose(
             "attention_backend",
             None,
@@ -351,22 +357,14 @@ def _plan_choices(ctx: SettingsContext, inventory: Mapping[str, Any], off: froze
             "default",
         )
     if not given("enable_prefix_caching"):
-        on = prefix_caching_on(vv, {}, hybrid)
         reason = (
-            f"vLLM {version_text(ver)} default for a hybrid model ({'on' if on else 'off'}; on from 0.26.0)"
+            f"vLLM {version_text(ver)} default for a hybrid model ({'on' if prefix_on else 'off'}; on from 0.26.0)"
             if hybrid
             else "vLLM default (on)"
         )
-        choose("enable_prefix_caching", on, reason, "default")
+        choose("enable_prefix_caching", prefix_on, reason, "default")
     if hybrid and not given("mamba_cache_mode"):
-        prefix = inventory.get("enable_prefix_caching")
-        mode_settings = {"enable_prefix_caching": out["enable_prefix_caching"]["value"] if _unset(prefix) else prefix}
-        choose(
-            "mamba_cache_mode",
-            mamba_cache_mode(vv, mode_settings, hybrid),
-            "align when prefix caching is on for a hybrid model, else none",
-            "default",
-        )
+        choose("mamba_cache_mode", mode, "align when prefix caching is on for a hybrid model, else none", "default")
     if not given("max_model_len"):
         choose(
             "max_model_len",

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
@@ -44,6 +44,14 @@ def presence(table: Mapping[str, Mapping[str, str]], name: str, version: Version
     if version < observed[0][0]:
         return observed[0][1] or None
     return observed[-1][1]
+
+
+def first_available(table: Mapping[str, Any], names: Sequence[str], version: Version) -> Optional[str]:
+    """The first of ``names`` (a family's parsers, preferred first) that the release has (presence)."""
+    for name in names:
+        if presence(table, name, version):
+            return name
+    return None
 
 
 def compute_capability_x10(gpu: Mapping[str, Any]) -> Optional[int]:

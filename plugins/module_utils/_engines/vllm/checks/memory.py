@@ -79,6 +79,16 @@ def gpus_needed(budget: Mapping[str, Any], gpus: int) -> str:
 
 
 def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mapping[str, Any]) -> List[Finding]:
+    # What the budget allows, derived before the findings: the longest length that fits, how many GPUs the
+    # weights need, the utilization that holds one request, the one that leaves the GPU its headroom.
+    longest = longest_fitting_len(budget)
+    needed = gpus_needed(budget, len(layout.get("gpus") or []))
+    kv = int(budget.get("kv_cache_bytes") or 0)
+    layout_kv = budget.get("layout") or {}
+    one_request = int(layout_kv.get("blocks_per_request", 0)) * int(layout_kv.get("bytes_per_block", 0))
+    excess = int(budget.get("vram_used_bytes") or 0) - int(budget.get("gpu_total_bytes") or 0)
+    for_request = _utilization_for(budget, one_request - kv)
+    for_headroom = _utilization_for(budget, -max(excess, 0) - (300 << 20))
     findings = []
     if layout and layout.get("fits") is False:
         findings.append(
@@ -86,10 +96,9 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
                 "memory-fit",
                 "error",
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
-                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}"
-                + gpus_needed(budget, len(layout.get("gpus") or [])),
+                f"PP={layout.get('pipeline_parallel_size')}: {layout.get('reason')}" + needed,
                 "vllm_max_model_len",
-                longest_fitting_len(budget),
+                longest,
             )
         )
     for item in budget.get("findings") or []:
@@ -98,18 +107,14 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
             continue
         variable, suggested = "vllm_gpu_memory_utilization", None
         if ident == "vllm_kv_cache_too_small":
-            variable, suggested = "vllm_max_model_len", longest_fitting_len(budget)
+            variable, suggested = "vllm_max_model_len", longest
         elif ident == "vllm_no_kv_cache_memory":
-            kv = int(budget.get("kv_cache_bytes") or 0)
-            layout_kv = budget.get("layout") or {}
-            one_request = int(layout_kv.get("blocks_per_request", 0)) * int(layout_kv.get("bytes_per_block", 0))
-            suggested = _utilization_for(budget, one_request - kv)
+            suggested = for_request
             if suggested is None or suggested > 0.97:
                 variable = "vllm_tensor_parallel_size"
                 suggested = 2 * int(s.get("tensor_parallel_size") or layout.get("tensor_parallel_size") or 1)
         elif ident in ("vllm_exceeds_gpu_memory", "vllm_cudagraph_headroom"):
-            excess = int(budget.get("vram_used_bytes") or 0) - int(budget.get("gpu_total_bytes") or 0)
-            suggested = _utilization_for(budget, -max(excess, 0) - (300 << 20))
+            suggested = for_headroom
         elif ident == "vllm_overhead_uncertain":
             variable = "vllm_max_num_seqs"
         elif ident == "vllm_vision_profile_uncertain":
@@ -173,6 +178,7 @@ def check_max_num_seqs(
     findings = []
     seqs = s.get("max_num_seqs")
     batched = s.get("max_num_batched_tokens")
+    limit = state_seqs_limit(budget) if hybrid else None
     if not seqs:
         return findings
     seqs = int(seqs)
@@ -200,7 +206,6 @@ def check_max_num_seqs(
             )
         )
         return findings
-    limit = state_seqs_limit(budget) if hybrid else None
     if limit is not None and seqs * limit[1] * 2 > int(blocks):
         # The state rule's own limit, not the number of full-length sequences: vLLM admits requests by the
         # blocks they use, so shorter ones share the rest (the info finding below says how many full-length).

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
+    first_available,
     model_family,
     presence,
 )
@@ -50,19 +51,13 @@ def _parser_presence_finding(
     )
 
 
-def first_available(table: Mapping[str, Any], names: Sequence[str], ver: Version) -> Optional[str]:
-    for name in names:
-        if presence(table, name, ver):
-            return name
-    return None
-
-
 def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], repo: str) -> List[Finding]:
     findings: List[Finding] = []
     family = FAMILIES.get(model_family(arch, repo) or "")
+    best_tool = first_available(TOOL_PARSERS, family.tool, ver) if family else None
+    best_reasoning = first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
     tool = s.get("tool_call_parser") or None
     auto_tool = as_bool(s.get("enable_auto_tool_choice"))
-    best_tool = first_available(TOOL_PARSERS, family.tool, ver) if family else None
     if auto_tool and not tool:
         findings.append(
             finding_entry(
@@ -94,7 +89,7 @@ def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], r
             )
     reasoning = s.get("reasoning_parser") or None
     if reasoning:
-        best = first_available(REASONING_PARSERS, family.reasoning, ver) if family else None
+        best = best_reasoning
         problem = _parser_presence_finding(
             "reasoning-parser", REASONING_PARSERS, reasoning, ver, "vllm_reasoning_parser", best
         )

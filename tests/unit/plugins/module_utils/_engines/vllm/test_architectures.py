@@ -38,13 +38,13 @@ CONFIGS = HERE.parents[3] / "fixtures" / "model_configs"
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
 def test_support(case):
-    verdict = support(case["architecture"], case["version"])
+    verdict = support(case["architecture"], parse_vllm_version(case["version"]))
     assert verdict.status == case["status"]
     assert verdict.release == case.get("release")
     if case["status"] in ("later", "removed"):
         assert verdict.passing == case["passing"]
         # the release named passes
-        assert support(case["architecture"], case["passing"]).status == "listed"
+        assert support(case["architecture"], parse_vllm_version(case["passing"])).status == "listed"
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["status"] != "unread"], ids=lambda c: c["id"])
@@ -82,14 +82,14 @@ def test_vllm_serves_the_first_class_its_registry_lists(case):
     assert names[0] in finding["message"] and "vllm_version" in finding["message"]
     if case["severity"] == "info" and case.get("converted"):
         assert f"does not list {names[0]} but converts it from {case['converted']}" in finding["message"]
-        assert support(case["converted"], case["version"]).status == "listed"
+        assert support(case["converted"], parse_vllm_version(case["version"])).status == "listed"
     elif case["severity"] == "info":
         assert f"serves the model as {case['served']}" in finding["message"]
     elif case["severity"] == "error":
         assert (finding["variable"], finding["suggested"]) == ("vllm_version", case["passing"])
         assert all(name in finding["message"] for name in names)
         # the release named passes: one of the classes is listed there
-        assert any(support(name, case["passing"]).status == "listed" for name in names)
+        assert any(support(name, parse_vllm_version(case["passing"])).status == "listed" for name in names)
     else:
         assert finding["variable"] == "inferops_model.repo" and "Transformers backend" in finding["message"]
 
@@ -154,7 +154,8 @@ def test_catalogue_and_fixture_architectures_are_in_the_newest_registry():
         config = json.loads(path.read_text(encoding="utf-8"))
         if config.get("architectures"):
             names.add(config["architectures"][0])
-    assert {name: support(name, READ_RELEASES[-1]).status for name in names} == dict.fromkeys(names, "listed")
+    newest = parse_vllm_version(READ_RELEASES[-1])
+    assert {name: support(name, newest).status for name in names} == dict.fromkeys(names, "listed")
 
 
 @pytest.mark.parametrize(
@@ -181,4 +182,4 @@ def test_the_release_records_name_registry_classes():
         for release, record in RELEASES.items()
         for name in record.get("v2_model_runner", {}).get("architectures", [])
     ]
-    assert named and [(r, n) for r, n in named if support(n, r).status != "listed"] == []
+    assert named and [(r, n) for r, n in named if support(n, parse_vllm_version(r)).status != "listed"] == []
