@@ -1,4 +1,4 @@
-"""roles/_common rollback and restore (the shared lifecycle of the vllm, gateway and ray roles): real runs.
+"""roles/_common rollback and restore (the shared lifecycle of the vllm, gateway, ray and ollama roles): real runs.
 
 A real ansible-playbook on localhost includes ``tasks_from: rollback`` from a caller role's rescue, as the vllm and
 gateway roles do, with a systemctl and a journalctl on PATH that record their arguments (no systemd here) and a
@@ -134,7 +134,7 @@ def _keep_snapshot(host, port):
     (snapshot / "env").symlink_to(host["envs"] / "1.0")
 
 
-def _run(tmp_path, host, health=True, timeout=20):
+def _run(tmp_path, host, health=True, timeout=20, secrets=True):
     config = host["config"]
     lifecycle = {
         "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
@@ -144,6 +144,8 @@ def _run(tmp_path, host, health=True, timeout=20):
             {"src": str(config / "svc.service"), "name": "svc.service", "group": "root", "mode": "0644"},
         ],
     }  # fmt: skip
+    if not secrets:  # a service without secrets (ollama) names no secrets_file
+        del lifecycle["secrets_file"]
     rollback = {"failure": "Svc 2.0 did not become healthy", "restored": "config and unit", "journal_lines": 5,
                 "note": "A note of the caller."}  # fmt: skip
     if health:
@@ -242,14 +244,29 @@ def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, host, 
     assert not [call for call in calls if call.startswith("systemctl") and "restart" in call]
 
 
-@pytest.mark.parametrize("role", ["vllm", "gateway", "ray"])
+def test_a_service_without_secrets_gets_its_files_and_environment_back(tmp_path, host, health_port):
+    """Ollama has no secrets: its lifecycle names no secrets_file, and the restore leaves secrets alone."""
+    _keep_snapshot(host, health_port)
+    (host["snapshot"] / "secrets.env").unlink()
+    result, calls = _run(tmp_path, host, secrets=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), output[-3000:]
+    assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/old\n"
+    assert (host["config"] / "secrets.env").read_text() == "KEY=new\n"
+    assert "config and unit and restarted them: the service is healthy again" in output, output[-3000:]
+    assert "systemctl restart svc" in calls
+
+
+@pytest.mark.parametrize("role", ["vllm", "gateway", "ray", "ollama"])
 def test_each_role_keeps_and_restores_its_files_with_the_mode_it_writes_them(role):
     """A role's rollback_files name, for each file the snapshot keeps, the group and mode restore gives it back:
     the ones its configure step writes it with."""
     lifecycle = yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text())[f"_{role}_lifecycle"]
-    assert {"service", "rollback_dir", "rollback_files", "secrets_file"} <= set(lifecycle)
+    assert {"service", "rollback_dir", "rollback_files"} <= set(lifecycle)
+    assert ("secrets_file" in lifecycle) == (role != "ollama")  # Ollama has no secrets
     written = {}
-    for task in yaml.safe_load((ROOT / "roles" / role / "tasks" / "configure.yml").read_text()):
+    for task in _tasks(yaml.safe_load((ROOT / "roles" / role / "tasks" / "configure.yml").read_text())):
         for module in ("ansible.builtin.template", "ansible.builtin.copy"):
             if module in task:
                 written[task[module]["dest"]] = (task[module]["group"], task[module]["mode"])
@@ -265,7 +282,8 @@ def _tasks(tasks):
 
 
 def test_the_callers_use_the_shared_rollback():
-    """No role reads a snapshot back by itself: the vllm and gateway rescues and the ray rollback include _common's."""
+    """No role reads a snapshot back by itself: the vllm, gateway and ollama rescues and the ray rollback include
+    _common's; the ollama role installs through _common's install_archive, as the others through install."""
     own = []
     for path in (ROOT / "roles").glob("*/tasks/*.yml"):
         if path.parts[-3] == "_common":
@@ -277,7 +295,8 @@ def test_the_callers_use_the_shared_rollback():
                     own.append(f"{path}: {task.get('name')}")
     assert own == []
     callers = {"vllm/tasks/rollback.yml": "rollback", "gateway/tasks/service.yml": "rollback",
-               "ray/tasks/rollback.yml": "restore"}  # fmt: skip
+               "ray/tasks/rollback.yml": "restore", "ollama/tasks/configure.yml": "rollback",
+               "ollama/tasks/install.yml": "install_archive", "ollama/tasks/snapshot.yml": "snapshot"}  # fmt: skip
     for path, entry in callers.items():
         tasks = _tasks(yaml.safe_load((ROOT / "roles" / path).read_text()))
         included = [task["ansible.builtin.include_role"] for task in tasks if "ansible.builtin.include_role" in task]
