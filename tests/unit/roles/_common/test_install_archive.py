@@ -14,18 +14,11 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import stat
-import subprocess
-import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[4]
-COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the install writes root's files (run as root)")
 
@@ -60,19 +53,6 @@ PLAYBOOK = """
 """
 
 
-def _root_dir() -> Path:
-    """A directory on a path root owns and no one else may write (root_state checks every component)."""
-    base = ROOT / "build"
-    base.mkdir(exist_ok=True)
-    for part in [base, *base.parents]:
-        info = part.stat()
-        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            pytest.skip(f"{part} is not root's alone: root_state would refuse every path under it")
-    path = Path(tempfile.mkdtemp(prefix="test-install-archive-", dir=base))
-    path.chmod(0o755)
-    return path
-
-
 def _archive(directory: Path, version: str, executable: bool = True) -> tuple[Path, str]:
     """A release archive as Ollama's .tgz: bin/svc and lib/svc/FILE; its path and sha256."""
     path = directory / f"svc-{version}.tgz"
@@ -87,19 +67,16 @@ def _archive(directory: Path, version: str, executable: bool = True) -> tuple[Pa
 
 
 @pytest.fixture
-def host(tmp_path):
-    base = _root_dir()
-    try:
-        (base / "etc").mkdir()
-        (base / "etc" / "svc.service").write_text("[Service]\nExecStart=/opt/svc/current/bin/svc\n")
-        archives = tmp_path / "archives"
-        archives.mkdir()
-        yield {"base": base, "install": base / "install", "rollback": base / "rollback" / "svc", "archives": archives}
-    finally:
-        shutil.rmtree(base)
+def host(tmp_path, root_dir):
+    base = root_dir("test-install-archive-")
+    (base / "etc").mkdir()
+    (base / "etc" / "svc.service").write_text("[Service]\nExecStart=/opt/svc/current/bin/svc\n")
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    yield {"base": base, "install": base / "install", "rollback": base / "rollback" / "svc", "archives": archives}
 
 
-def _run(tmp_path, host, version, local_path, sha256, snapshot=False, keep=2):
+def _run(tmp_path, playbook, host, version, local_path, sha256, snapshot=False, keep=2):
     lifecycle = {
         "name": "Svc", "service": "svc", "version": version, "install_dir": str(host["install"]),
         "archive": {"name": "svc.tgz", "url": "http://127.0.0.1:9/never", "local_path": str(local_path),
@@ -111,18 +88,9 @@ def _run(tmp_path, host, version, local_path, sha256, snapshot=False, keep=2):
     tasks = tmp_path / "roles" / "caller" / "tasks"
     tasks.mkdir(parents=True, exist_ok=True)
     (tasks / "main.yml").write_text(CALLER)
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK)
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"test_lifecycle": lifecycle, "test_snapshot": snapshot, "test_report": str(report),
-                                 "ansible_python_interpreter": sys.executable}))  # fmt: skip
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
-    binary = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(binary), "-i", "localhost,", "-c", "local", str(playbook), "-e", f"@{extra}"]
-    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    result = playbook(PLAYBOOK, {"test_lifecycle": lifecycle, "test_snapshot": snapshot, "test_report": str(report)})
     output = result.stdout + result.stderr
     return result.returncode, output, json.loads(report.read_text()) if report.exists() else None
 
@@ -131,9 +99,9 @@ def _envs(host) -> list[str]:
     return sorted(path.name for path in (host["install"] / "envs").iterdir())
 
 
-def test_the_archive_is_unpacked_into_its_version_directory_and_current_points_at_it(tmp_path, host):
+def test_the_archive_is_unpacked_into_its_version_directory_and_current_points_at_it(tmp_path, playbook, host):
     archive, sha256 = _archive(host["archives"], "1.0")
-    rc, output, report = _run(tmp_path, host, "1.0", archive, sha256)
+    rc, output, report = _run(tmp_path, playbook, host, "1.0", archive, sha256)
     assert rc == 0, output[-3000:]
     env = host["install"] / "envs" / "1.0"
     assert (env / "bin" / "svc").read_text() == "#!/bin/sh\necho 1.0\n"
@@ -145,25 +113,25 @@ def test_the_archive_is_unpacked_into_its_version_directory_and_current_points_a
     assert list((host["install"] / ".downloads").iterdir()) == []  # the archive is removed once unpacked
 
 
-def test_a_kept_version_is_used_again_without_its_archive(tmp_path, host):
+def test_a_kept_version_is_used_again_without_its_archive(tmp_path, playbook, host):
     """A rollback by changing the pinned version back: the directory's marker matches, nothing is fetched."""
     for version in ("1.0", "2.0"):
         archive, sha256 = _archive(host["archives"], version)
-        assert _run(tmp_path, host, version, archive, sha256)[0] == 0
+        assert _run(tmp_path, playbook, host, version, archive, sha256)[0] == 0
     sha_1 = json.loads((host["install"] / "envs" / "1.0" / "inferops-install.json").read_text())["sha256"]
-    rc, output, report = _run(tmp_path, host, "1.0", host["archives"] / "gone.tgz", sha_1)
+    rc, output, report = _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)
     assert rc == 0, output[-3000:]
     assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
     assert report == {"current_changed": True}
     # the same again changes nothing
-    assert _run(tmp_path, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
+    assert _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
 
 
-def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp_path, host):
+def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp_path, playbook, host):
     archive, sha256 = _archive(host["archives"], "1.0")
-    assert _run(tmp_path, host, "1.0", archive, sha256)[0] == 0
+    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
     other, _ = _archive(host["archives"], "3.0")
-    rc, output, _ = _run(tmp_path, host, "3.0", other, sha256)
+    rc, output, _ = _run(tmp_path, playbook, host, "3.0", other, sha256)
     assert rc != 0
     assert f"svc.tgz has sha256 {hashlib.sha256(other.read_bytes()).hexdigest()}, expected {sha256}" in output
     assert "for Svc 3.0: the file is not that release." in output, output[-3000:]
@@ -171,21 +139,23 @@ def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp
     assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
 
 
-def test_an_archive_without_its_program_leaves_no_marker_and_current_where_it_was(tmp_path, host):
+def test_an_archive_without_its_program_leaves_no_marker_and_current_where_it_was(tmp_path, playbook, host):
     archive, sha256 = _archive(host["archives"], "1.0")
-    assert _run(tmp_path, host, "1.0", archive, sha256)[0] == 0
+    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
     broken, broken_sha256 = _archive(host["archives"], "2.0", executable=False)
-    rc, output, _ = _run(tmp_path, host, "2.0", broken, broken_sha256)
+    rc, output, _ = _run(tmp_path, playbook, host, "2.0", broken, broken_sha256)
     assert rc != 0, output[-3000:]
     assert "Check the unpacked program, bin/svc" in output
     assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
     assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
 
 
-def test_the_snapshot_keeps_the_unit_and_version_without_secrets_and_prune_keeps_keep_versions(tmp_path, host):
+def test_the_snapshot_keeps_the_unit_and_version_without_secrets_and_prune_keeps_keep_versions(
+    tmp_path, playbook, host
+):
     for version in ("1.0", "2.0", "3.0"):
         archive, sha256 = _archive(host["archives"], version)
-        rc, output, _ = _run(tmp_path, host, version, archive, sha256, snapshot=True)
+        rc, output, _ = _run(tmp_path, playbook, host, version, archive, sha256, snapshot=True)
         assert rc == 0, output[-3000:]
         os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
     snapshot = host["rollback"]

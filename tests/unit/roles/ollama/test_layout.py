@@ -12,17 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import stat
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[4]
-COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the layout step moves root's files (run as root)")
 
@@ -37,54 +28,30 @@ PLAYBOOK = """
 """
 
 
-def _root_dir() -> Path:
-    base = ROOT / "build"
-    base.mkdir(exist_ok=True)
-    for part in [base, *base.parents]:
-        info = part.stat()
-        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            pytest.skip(f"{part} is not root's alone: root_state would refuse every path under it")
-    path = Path(tempfile.mkdtemp(prefix="test-ollama-layout-", dir=base))
-    path.chmod(0o755)
-    return path
-
-
 @pytest.fixture
-def host():
-    base = _root_dir()
-    try:
-        install = base / "opt"
-        for version, sha256 in (("0.5.0", "a" * 64), ("0.6.0", "b" * 64)):
-            (install / version / "bin").mkdir(parents=True)
-            (install / version / "bin" / "ollama").write_text(version)
-            (install / version / ".archive-sha256").write_text(sha256 + "\n")
-        (install / "current").symlink_to(install / "0.6.0")
-        (base / "ollama.service").write_text("[Service]\nExecStart=/opt/ollama/current/bin/ollama serve\n")
-        yield {"base": base, "install": install, "rollback": base / "rollback" / "ollama"}
-    finally:
-        shutil.rmtree(base)
+def host(root_dir):
+    base = root_dir("test-ollama-layout-")
+    install = base / "opt"
+    for version, sha256 in (("0.5.0", "a" * 64), ("0.6.0", "b" * 64)):
+        (install / version / "bin").mkdir(parents=True)
+        (install / version / "bin" / "ollama").write_text(version)
+        (install / version / ".archive-sha256").write_text(sha256 + "\n")
+    (install / "current").symlink_to(install / "0.6.0")
+    (base / "ollama.service").write_text("[Service]\nExecStart=/opt/ollama/current/bin/ollama serve\n")
+    yield {"base": base, "install": install, "rollback": base / "rollback" / "ollama"}
 
 
-def _run(tmp_path, host):
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({
+def _run(playbook, host):
+    result = playbook(PLAYBOOK, {
         "ollama_install_root": str(host["install"]), "_ollama_rollback_dir": str(host["rollback"]),
         "_ollama_unit_path": str(host["base"] / "ollama.service"), "ollama_arch": "x86_64",
-        "__ollama_archive": "ollama-linux-amd64.tar.zst", "__ollama_sha256": "c" * 64,
-        "ollama_version": "0.32.9", "ansible_python_interpreter": sys.executable,
-    }))  # fmt: skip
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(tmp_path / "home"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
-    binary = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(binary), "-i", "localhost,", "-c", "local", str(playbook), "-e", f"@{extra}"]
-    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        "__ollama_archive": "ollama-linux-amd64.tar.zst", "__ollama_sha256": "c" * 64, "ollama_version": "0.32.9",
+    })  # fmt: skip
     return result.returncode, result.stdout + result.stderr
 
 
-def test_the_earlier_layout_moves_under_envs_and_its_running_version_becomes_the_state_to_go_back_to(tmp_path, host):
-    rc, output = _run(tmp_path, host)
+def test_the_earlier_layout_moves_under_envs_and_its_running_version_becomes_the_state_to_go_back_to(playbook, host):
+    rc, output = _run(playbook, host)
     assert rc == 0, output[-3000:]
     install, envs = host["install"], host["install"] / "envs"
     assert sorted(path.name for path in install.iterdir()) == ["current", "envs"]
@@ -100,5 +67,5 @@ def test_the_earlier_layout_moves_under_envs_and_its_running_version_becomes_the
     assert (host["rollback"] / "ollama.service").read_text() == (host["base"] / "ollama.service").read_text()
     assert not (host["rollback"] / "secrets.env").exists()
     # once taken over, nothing is left to do
-    rc, output = _run(tmp_path, host)
+    rc, output = _run(playbook, host)
     assert rc == 0 and "changed=0" in output, output[-3000:]
