@@ -1,4 +1,4 @@
-"""roles/_common rollback and restore (the shared lifecycle of the vllm, gateway and ray roles): real runs.
+"""roles/_common rollback and restore (the shared lifecycle of the vllm, gateway, ray and ollama roles): real runs.
 
 A real ansible-playbook on localhost includes ``tasks_from: rollback`` from a caller role's rescue, as the vllm and
 gateway roles do, with a systemctl and a journalctl on PATH that record their arguments (no systemd here) and a
@@ -10,20 +10,14 @@ Root only: the rollback copies files to owner root, and root_state accepts only 
 from __future__ import annotations
 
 import http.server
-import json
 import os
-import shutil
 import stat
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[4]
-COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 ROLE = ROOT / "roles" / "_common"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the rollback writes root's files (run as root)")
@@ -70,19 +64,6 @@ echo "svc[1]: OSError: [Errno 98] Address already in use"
 """
 
 
-def _root_dir() -> Path:
-    """A directory on a path root owns and no one else may write (root_state checks every component)."""
-    base = ROOT / "build"
-    base.mkdir(exist_ok=True)
-    for part in [base, *base.parents]:
-        info = part.stat()
-        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            pytest.skip(f"{part} is not root's alone: root_state would refuse every path under it")
-    path = Path(tempfile.mkdtemp(prefix="test-rollback-", dir=base))
-    path.chmod(0o755)
-    return path
-
-
 class _Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/health" else 404)
@@ -98,31 +79,28 @@ def health_port(serve):
 
 
 @pytest.fixture
-def host(tmp_path):
+def host(tmp_path, root_dir):
     """The service's layout as the roles leave it after a run that failed its gate, and the snapshot before it."""
-    base = _root_dir()
-    try:
-        envs = base / "install" / "envs"
-        for version in ("1.0", "2.0"):
-            (envs / version / "bin").mkdir(parents=True)
-        (base / "install" / "current").symlink_to(envs / "2.0")
-        config = base / "config"
-        config.mkdir()
-        (config / "serve.yaml").write_text("port: 1\n")
-        (config / "svc.service").write_text("[Service]\nExecStart=/new\n")
-        (config / "secrets.env").write_text("KEY=new\n")
-        snapshot = base / "rollback" / "svc"
-        snapshot.mkdir(parents=True, mode=0o700)
-        snapshot.chmod(0o700)
-        fake = tmp_path / "bin"
-        fake.mkdir()
-        log = tmp_path / "calls.log"
-        for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
-            (fake / name).write_text(text.format(log=log))
-            (fake / name).chmod(0o755)
-        yield {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
-    finally:
-        shutil.rmtree(base)
+    base = root_dir("test-rollback-")
+    envs = base / "install" / "envs"
+    for version in ("1.0", "2.0"):
+        (envs / version / "bin").mkdir(parents=True)
+    (base / "install" / "current").symlink_to(envs / "2.0")
+    config = base / "config"
+    config.mkdir()
+    (config / "serve.yaml").write_text("port: 1\n")
+    (config / "svc.service").write_text("[Service]\nExecStart=/new\n")
+    (config / "secrets.env").write_text("KEY=new\n")
+    snapshot = base / "rollback" / "svc"
+    snapshot.mkdir(parents=True, mode=0o700)
+    snapshot.chmod(0o700)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "calls.log"
+    for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
+        (fake / name).write_text(text.format(log=log))
+        (fake / name).chmod(0o755)
+    yield {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
 
 
 def _keep_snapshot(host, port):
@@ -134,7 +112,7 @@ def _keep_snapshot(host, port):
     (snapshot / "env").symlink_to(host["envs"] / "1.0")
 
 
-def _run(tmp_path, host, health=True, timeout=20):
+def _run(tmp_path, playbook, host, health=True, timeout=20, secrets=True):
     config = host["config"]
     lifecycle = {
         "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
@@ -144,6 +122,8 @@ def _run(tmp_path, host, health=True, timeout=20):
             {"src": str(config / "svc.service"), "name": "svc.service", "group": "root", "mode": "0644"},
         ],
     }  # fmt: skip
+    if not secrets:  # a service without secrets (ollama) names no secrets_file
+        del lifecycle["secrets_file"]
     rollback = {"failure": "Svc 2.0 did not become healthy", "restored": "config and unit", "journal_lines": 5,
                 "note": "A note of the caller."}  # fmt: skip
     if health:
@@ -154,17 +134,9 @@ def _run(tmp_path, host, health=True, timeout=20):
     tasks = tmp_path / "roles" / "caller" / "tasks"
     tasks.mkdir(parents=True)
     (tasks / "main.yml").write_text(CALLER)
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK.format(fake=host["fake"]))
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"test_lifecycle": lifecycle, "test_rollback": rollback,
-                                 "ansible_env_path": os.environ.get("PATH", "/usr/bin:/bin"),
-                                 "ansible_python_interpreter": sys.executable}))  # fmt: skip
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1")  # fmt: skip
-    binary = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(binary), "-i", "localhost,", "-c", "local", str(playbook), "-e", f"@{extra}"]
-    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    result = playbook(PLAYBOOK.format(fake=host["fake"]), {
+        "test_lifecycle": lifecycle, "test_rollback": rollback,
+        "ansible_env_path": os.environ.get("PATH", "/usr/bin:/bin")})  # fmt: skip
     calls = host["log"].read_text().splitlines() if host["log"].exists() else []
     return result, calls
 
@@ -174,9 +146,11 @@ def _mode(path: Path) -> tuple:
     return info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
 
 
-def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_for(tmp_path, host, health_port):
+def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_for(
+    tmp_path, playbook, host, health_port
+):
     _keep_snapshot(host, health_port)
-    result, calls = _run(tmp_path, host)
+    result, calls = _run(tmp_path, playbook, host)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
     config = host["config"]
@@ -201,17 +175,19 @@ def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_
     assert "KEY=old" not in output and "KEY=new" not in output
 
 
-def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(tmp_path, host):
+def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(
+    tmp_path, playbook, host
+):
     _keep_snapshot(host, 1)  # nothing listens on port 1
-    result = _run(tmp_path, host, timeout=3)[0]
+    result = _run(tmp_path, playbook, host, timeout=3)[0]
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "it did not become healthy either" in output, output[-3000:]
 
 
-def test_without_health_the_message_says_what_came_back(tmp_path, host):
+def test_without_health_the_message_says_what_came_back(tmp_path, playbook, host):
     _keep_snapshot(host, 1)
-    result, calls = _run(tmp_path, host, health=False)
+    result, calls = _run(tmp_path, playbook, host, health=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "config and unit and restarted them." in output, output[-3000:]
@@ -219,8 +195,8 @@ def test_without_health_the_message_says_what_came_back(tmp_path, host):
     assert "systemctl restart svc" in calls
 
 
-def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(tmp_path, host):
-    result, calls = _run(tmp_path, host)
+def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(tmp_path, playbook, host):
+    result, calls = _run(tmp_path, playbook, host)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "There is no previous state to go back to (first install): svc.service is stopped." in output
@@ -229,11 +205,11 @@ def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(tmp_pa
     assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/new\n"
 
 
-def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, host, health_port):
+def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, playbook, host, health_port):
     """Issue 28: the rollback checks the directory before root reads anything from it (inferops.llm.root_state)."""
     _keep_snapshot(host, health_port)
     host["snapshot"].parent.chmod(0o777)
-    result, calls = _run(tmp_path, host)
+    result, calls = _run(tmp_path, playbook, host)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "another account can change it" in output and "lets its group or others write it" in output, output[-3000:]
@@ -242,14 +218,29 @@ def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, host, 
     assert not [call for call in calls if call.startswith("systemctl") and "restart" in call]
 
 
-@pytest.mark.parametrize("role", ["vllm", "gateway", "ray"])
+def test_a_service_without_secrets_gets_its_files_and_environment_back(tmp_path, playbook, host, health_port):
+    """Ollama has no secrets: its lifecycle names no secrets_file, and the restore leaves secrets alone."""
+    _keep_snapshot(host, health_port)
+    (host["snapshot"] / "secrets.env").unlink()
+    result, calls = _run(tmp_path, playbook, host, secrets=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), output[-3000:]
+    assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/old\n"
+    assert (host["config"] / "secrets.env").read_text() == "KEY=new\n"
+    assert "config and unit and restarted them: the service is healthy again" in output, output[-3000:]
+    assert "systemctl restart svc" in calls
+
+
+@pytest.mark.parametrize("role", ["vllm", "gateway", "ray", "ollama"])
 def test_each_role_keeps_and_restores_its_files_with_the_mode_it_writes_them(role):
     """A role's rollback_files name, for each file the snapshot keeps, the group and mode restore gives it back:
     the ones its configure step writes it with."""
     lifecycle = yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text())[f"_{role}_lifecycle"]
-    assert {"service", "rollback_dir", "rollback_files", "secrets_file"} <= set(lifecycle)
+    assert {"service", "rollback_dir", "rollback_files"} <= set(lifecycle)
+    assert ("secrets_file" in lifecycle) == (role != "ollama")  # Ollama has no secrets
     written = {}
-    for task in yaml.safe_load((ROOT / "roles" / role / "tasks" / "configure.yml").read_text()):
+    for task in _tasks(yaml.safe_load((ROOT / "roles" / role / "tasks" / "configure.yml").read_text())):
         for module in ("ansible.builtin.template", "ansible.builtin.copy"):
             if module in task:
                 written[task[module]["dest"]] = (task[module]["group"], task[module]["mode"])
@@ -265,7 +256,8 @@ def _tasks(tasks):
 
 
 def test_the_callers_use_the_shared_rollback():
-    """No role reads a snapshot back by itself: the vllm and gateway rescues and the ray rollback include _common's."""
+    """No role reads a snapshot back by itself: the vllm, gateway and ollama rescues and the ray rollback include
+    _common's; the ollama role installs through _common's install_archive, as the others through install."""
     own = []
     for path in (ROOT / "roles").glob("*/tasks/*.yml"):
         if path.parts[-3] == "_common":
@@ -277,7 +269,8 @@ def test_the_callers_use_the_shared_rollback():
                     own.append(f"{path}: {task.get('name')}")
     assert own == []
     callers = {"vllm/tasks/rollback.yml": "rollback", "gateway/tasks/service.yml": "rollback",
-               "ray/tasks/rollback.yml": "restore"}  # fmt: skip
+               "ray/tasks/rollback.yml": "restore", "ollama/tasks/configure.yml": "rollback",
+               "ollama/tasks/install.yml": "install_archive", "ollama/tasks/snapshot.yml": "snapshot"}  # fmt: skip
     for path, entry in callers.items():
         tasks = _tasks(yaml.safe_load((ROOT / "roles" / path).read_text()))
         included = [task["ansible.builtin.include_role"] for task in tasks if "ansible.builtin.include_role" in task]

@@ -1,0 +1,165 @@
+"""roles/_common install_archive, snapshot and prune for a release archive (the ollama role's lifecycle): real runs.
+
+A real ansible-playbook on localhost includes ``tasks_from: install_archive`` (then ``snapshot``) from a caller
+role, as the ollama role does, with archives built here (a ``bin/svc`` program and a library file, tar + gzip) copied
+from the controller (``archive.local_path``). Checked on disk: the version directory under ``envs`` with the archive
+unpacked and its marker, the ``current`` link, the snapshot's ``env`` link and unit copy (no secrets), which version
+directories prune keeps, and that a kept version is used again without its archive (the path given does not exist).
+Root only: the files are root's and root_state accepts only a root-owned path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import stat
+import tarfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the install writes root's files (run as root)")
+
+CALLER = """
+- name: Install the release archive through the shared lifecycle
+  ansible.builtin.include_role:
+    name: inferops.llm._common
+    tasks_from: install_archive
+  vars:
+    _common_lifecycle: "{{ test_lifecycle }}"
+
+- name: Keep what the caller's gate passed
+  ansible.builtin.include_role:
+    name: inferops.llm._common
+    tasks_from: snapshot
+  vars:
+    _common_lifecycle: "{{ test_lifecycle }}"
+  when: test_snapshot
+
+- name: Report whether current moved
+  ansible.builtin.copy:
+    content: "{{ {'current_changed': __common_current is changed} | to_json }}"
+    dest: "{{ test_report }}"
+    mode: "0644"
+"""
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  roles:
+    - caller
+"""
+
+
+def _archive(directory: Path, version: str, executable: bool = True) -> tuple[Path, str]:
+    """A release archive as Ollama's .tgz: bin/svc and lib/svc/FILE; its path and sha256."""
+    path = directory / f"svc-{version}.tgz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text, mode in (("bin/svc", f"#!/bin/sh\necho {version}\n", 0o755 if executable else 0o644),
+                                 ("lib/svc/FILE", "library\n", 0o644)):  # fmt: skip
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def host(tmp_path, root_dir):
+    base = root_dir("test-install-archive-")
+    (base / "etc").mkdir()
+    (base / "etc" / "svc.service").write_text("[Service]\nExecStart=/opt/svc/current/bin/svc\n")
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    yield {"base": base, "install": base / "install", "rollback": base / "rollback" / "svc", "archives": archives}
+
+
+def _run(tmp_path, playbook, host, version, local_path, sha256, snapshot=False, keep=2):
+    lifecycle = {
+        "name": "Svc", "service": "svc", "version": version, "install_dir": str(host["install"]),
+        "archive": {"name": "svc.tgz", "url": "http://127.0.0.1:9/never", "local_path": str(local_path),
+                    "sha256": sha256},
+        "executable": "bin/svc", "keep_versions": keep, "rollback_dir": str(host["rollback"]),
+        "rollback_files": [{"src": str(host["base"] / "etc" / "svc.service"), "name": "svc.service",
+                            "group": "root", "mode": "0644"}],
+    }  # fmt: skip
+    tasks = tmp_path / "roles" / "caller" / "tasks"
+    tasks.mkdir(parents=True, exist_ok=True)
+    (tasks / "main.yml").write_text(CALLER)
+    report = tmp_path / "report.json"
+    report.unlink(missing_ok=True)
+    result = playbook(PLAYBOOK, {"test_lifecycle": lifecycle, "test_snapshot": snapshot, "test_report": str(report)})
+    output = result.stdout + result.stderr
+    return result.returncode, output, json.loads(report.read_text()) if report.exists() else None
+
+
+def _envs(host) -> list[str]:
+    return sorted(path.name for path in (host["install"] / "envs").iterdir())
+
+
+def test_the_archive_is_unpacked_into_its_version_directory_and_current_points_at_it(tmp_path, playbook, host):
+    archive, sha256 = _archive(host["archives"], "1.0")
+    rc, output, report = _run(tmp_path, playbook, host, "1.0", archive, sha256)
+    assert rc == 0, output[-3000:]
+    env = host["install"] / "envs" / "1.0"
+    assert (env / "bin" / "svc").read_text() == "#!/bin/sh\necho 1.0\n"
+    assert (env / "bin" / "svc").stat().st_mode & stat.S_IXUSR
+    assert (env / "lib" / "svc" / "FILE").stat().st_uid == 0
+    assert json.loads((env / "inferops-install.json").read_text()) == {"archive": "svc.tgz", "sha256": sha256}
+    assert os.readlink(host["install"] / "current") == str(env)
+    assert report == {"current_changed": True}
+    assert list((host["install"] / ".downloads").iterdir()) == []  # the archive is removed once unpacked
+
+
+def test_a_kept_version_is_used_again_without_its_archive(tmp_path, playbook, host):
+    """A rollback by changing the pinned version back: the directory's marker matches, nothing is fetched."""
+    for version in ("1.0", "2.0"):
+        archive, sha256 = _archive(host["archives"], version)
+        assert _run(tmp_path, playbook, host, version, archive, sha256)[0] == 0
+    sha_1 = json.loads((host["install"] / "envs" / "1.0" / "inferops-install.json").read_text())["sha256"]
+    rc, output, report = _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)
+    assert rc == 0, output[-3000:]
+    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
+    assert report == {"current_changed": True}
+    # the same again changes nothing
+    assert _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
+
+
+def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp_path, playbook, host):
+    archive, sha256 = _archive(host["archives"], "1.0")
+    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
+    other, _ = _archive(host["archives"], "3.0")
+    rc, output, _ = _run(tmp_path, playbook, host, "3.0", other, sha256)
+    assert rc != 0
+    assert f"svc.tgz has sha256 {hashlib.sha256(other.read_bytes()).hexdigest()}, expected {sha256}" in output
+    assert "for Svc 3.0: the file is not that release." in output, output[-3000:]
+    assert _envs(host) == ["1.0"]
+    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
+
+
+def test_an_archive_without_its_program_leaves_no_marker_and_current_where_it_was(tmp_path, playbook, host):
+    archive, sha256 = _archive(host["archives"], "1.0")
+    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
+    broken, broken_sha256 = _archive(host["archives"], "2.0", executable=False)
+    rc, output, _ = _run(tmp_path, playbook, host, "2.0", broken, broken_sha256)
+    assert rc != 0, output[-3000:]
+    assert "Check the unpacked program, bin/svc" in output
+    assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
+    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
+
+
+def test_the_snapshot_keeps_the_unit_and_version_without_secrets_and_prune_keeps_keep_versions(
+    tmp_path, playbook, host
+):
+    for version in ("1.0", "2.0", "3.0"):
+        archive, sha256 = _archive(host["archives"], version)
+        rc, output, _ = _run(tmp_path, playbook, host, version, archive, sha256, snapshot=True)
+        assert rc == 0, output[-3000:]
+        os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
+    snapshot = host["rollback"]
+    assert sorted(path.name for path in snapshot.iterdir()) == ["env", "svc.service"]
+    assert os.readlink(snapshot / "env") == str(host["install"] / "envs" / "3.0")
+    assert stat.S_IMODE(snapshot.stat().st_mode) == 0o700
+    assert _envs(host) == ["2.0", "3.0"]  # keep_versions 2: the active one and the one before
