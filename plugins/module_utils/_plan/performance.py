@@ -689,4 +689,16 @@ def predict_layout(
     keyword arguments but ``replicas``."""
     stages = stages_of(topo, groups, traffic.num_layers, custom_allreduce, partition)
     predictor = Predictor(traffic, stages, tp, kv, "vllm", enforce_eager)
-    return {count: predict(predictor, workload, replicas=count, **limits) for count in replicas}
+    return {
+        count: predict(
+            predictor,
+            workload,
+            replicas=count,
+            kv_cache_tokens=limits["kv_cache_tokens"],
+            max_num_seqs=limits["max_num_seqs"],
+            max_model_len=limits["max_model_len"],
+            max_num_batched_tokens=limits["max_num_batched_tokens"],
+            fits_at_context=limits.get("fits_at_context"),
+        )
+        for count in replicas
+    }

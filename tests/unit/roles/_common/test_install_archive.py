@@ -130,8 +130,8 @@ def test_a_kept_version_is_used_again_without_its_archive(tmp_path, playbook, ho
 def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp_path, playbook, host):
     archive, sha256 = _archive(host["archives"], "1.0")
     assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
-    other, _ = _archive(host["archives"], "3.0")
-    rc, output, _ = _run(tmp_path, playbook, host, "3.0", other, sha256)
+    other, _sha = _archive(host["archives"], "3.0")
+    rc, output, _errors = _run(tmp_path, playbook, host, "3.0", other, sha256)
     assert rc != 0
     assert f"svc.tgz has sha256 {hashlib.sha256(other.read_bytes()).hexdigest()}, expected {sha256}" in output
     assert "for Svc 3.0: the file is not that release." in output, output[-3000:]
@@ -143,7 +143,7 @@ def test_an_archive_without_its_program_leaves_no_marker_and_current_where_it_wa
     archive, sha256 = _archive(host["archives"], "1.0")
     assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
     broken, broken_sha256 = _archive(host["archives"], "2.0", executable=False)
-    rc, output, _ = _run(tmp_path, playbook, host, "2.0", broken, broken_sha256)
+    rc, output, _errors = _run(tmp_path, playbook, host, "2.0", broken, broken_sha256)
     assert rc != 0, output[-3000:]
     assert "Check the unpacked program, bin/svc" in output
     assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
@@ -155,7 +155,7 @@ def test_the_snapshot_keeps_the_unit_and_version_without_secrets_and_prune_keeps
 ):
     for version in ("1.0", "2.0", "3.0"):
         archive, sha256 = _archive(host["archives"], version)
-        rc, output, _ = _run(tmp_path, playbook, host, version, archive, sha256, snapshot=True)
+        rc, output, _errors = _run(tmp_path, playbook, host, version, archive, sha256, snapshot=True)
         assert rc == 0, output[-3000:]
         os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
     snapshot = host["rollback"]

@@ -32,7 +32,7 @@ CASES = [
 
 def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(tmp_path):
     tasks = [{"ansible.builtin.include_vars": {"file": str(ROLE / "vars" / "main.yml")}}]
-    for number, (content, _) in enumerate(CASES):
+    for number, (content, _key) in enumerate(CASES):
         path = tmp_path / f"case-{number}"
         path.write_bytes(content.encode())
         tasks += [
@@ -47,7 +47,7 @@ def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(tmp_path):
     result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     keys = [json.loads((tmp_path / f"case-{number}.key").read_text()) for number in range(len(CASES))]
-    assert keys == [key for _, key in CASES]
+    assert keys == [key for _content, key in CASES]
 
 
 def test_the_drain_reads_the_running_process_first():
