@@ -96,16 +96,33 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # (tests/unit/bin), the scripts the roles copy to a host, run there by its own Python (tests/unit/roles/*/files), and
 # the Molecule fixtures (tests/unit/scenarios); none of those test files or the scripts they test imports Ansible.
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
-# Everything that runs through ansible-core (modules, filters, roles, playbooks) runs.
+# The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, snapshot, rollback, drain)
+# and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time): under
+# the oldest core the same task files run for real, on systemd, in the Molecule scenarios of COMPAT_SCENARIOS
+# (tests/bin/run-stages runs those with this core's ansible-playbook). Everything else that runs through
+# ansible-core (modules, filters, role templates and wiring, playbooks) runs.
 COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tests/unit/bin --ignore=tests/unit/scenarios \
+  --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama \
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
-.PHONY: compat
-compat: venv ## the unit tests that run through ansible-core, again under the oldest supported core (COMPAT_CORES)
+# The Molecule scenarios that run with the oldest core of COMPAT_CORES (its ansible-playbook first on PATH; the other
+# collections from the toolchain's venv): the ollama role's archive install, snapshot and rollback through _common,
+# and the gateway's install, drain and rollback, on real systemd.
+COMPAT_SCENARIOS ?= ollama gateway
+COMPAT_VENV = $(VENV)-core-$(firstword $(COMPAT_CORES))
+export COMPAT_SCENARIOS COMPAT_VENV
+.PHONY: compat-env
+compat-env: venv ## the venv of each core of COMPAT_CORES (one at a time: the compat stage and its scenarios share it)
 	@for core in $(COMPAT_CORES); do \
 	  env=$(VENV)-core-$$core; \
-	  test -x $$env/bin/python || $(UV) venv --quiet --python $(PYTHON) $$env; \
-	  $(UV) pip install --quiet --python $$env/bin/python ansible-core==$$core -r tests/requirements-compat.txt \
-	    $$(grep -E '^(pytest|pyyaml|jmespath)==' tests/requirements-dev.txt); \
+	  flock $(VENV)-core.lock sh -c "{ test -x $$env/bin/python || $(UV) venv --quiet --python $(PYTHON) $$env; } && \
+	    $(UV) pip install --quiet --python $$env/bin/python ansible-core==$$core -r tests/requirements-compat.txt \
+	    $$(grep -E '^(pytest|pyyaml|jmespath|docker)==' tests/requirements-dev.txt | tr '\n' ' ')" || exit 1; \
+	done
+
+.PHONY: compat
+compat: compat-env ## the unit tests that run through ansible-core, again under the oldest supported core (COMPAT_CORES)
+	@for core in $(COMPAT_CORES); do \
+	  env=$(VENV)-core-$$core; \
 	  echo "== unit tests with ansible-core $$core"; \
 	  PATH=$$env/bin:$$PATH PYTHONPATH=$(COLLECTIONS) $$env/bin/pytest -q $(COMPAT_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -175,3 +177,35 @@ def test_a_job_records_its_exit_status_and_cpu_time(run_stages, tmp_path, monkey
     rows = [line.split("\t") for line in (tmp_path / "cpu.tsv").read_text().splitlines()]
     assert [row[0] for row in rows] == ["busy", "failing"]
     assert "FAILED (exit 3)" in capsys.readouterr().out
+
+
+def test_a_compat_scenario_runs_with_the_oldest_cores_ansible_playbook(run_stages, tmp_path, monkeypatch):
+    """$COMPAT_SCENARIOS run with $COMPAT_VENV's ansible-playbook first on PATH (made by `make compat-env`), the
+    toolchain's molecule and collections; the log names the core. Run for real with stand-ins for make, molecule and
+    the core's ansible-playbook."""
+    tools, venv = tmp_path / "tools", tmp_path / "venv-core"
+    for directory in (tools, venv / "bin"):
+        directory.mkdir(parents=True)
+    scripts = {
+        tools / "make": 'echo "make $*" >> "$LOG"',
+        tools / "molecule": 'echo "molecule $* PATH=${PATH%%:*} COLLECTIONS=$ANSIBLE_COLLECTIONS_PATH" >> "$LOG"',
+        venv / "bin" / "ansible-playbook": 'echo "ansible-playbook [core 2.19.14]"',
+    }
+    for path, body in scripts.items():
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    monkeypatch.setattr(run_stages.sys, "executable", str(tools / "python"))
+    monkeypatch.setenv("COMPAT_VENV", str(venv))
+    monkeypatch.setenv("COMPAT_SCENARIOS", "ollama gateway")
+    assert run_stages.scenario_steps("vllm") == "molecule destroy -s vllm && exec molecule test -s vllm --destroy never"
+    log = tmp_path / "log"
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "LOG": str(log), "ANSIBLE_COLLECTIONS_PATH": "/checkout/collections"}
+    result = subprocess.run(["sh", "-c", run_stages.scenario_steps("ollama")], env=env, capture_output=True,
+                            text=True, check=True)  # fmt: skip
+    assert result.stdout == "with ansible-playbook [core 2.19.14]\n"
+    collections = f"/checkout/collections:{sysconfig.get_path('purelib')}"
+    assert log.read_text().splitlines() == [
+        "make --no-print-directory compat-env",
+        f"molecule destroy -s ollama PATH={venv}/bin COLLECTIONS={collections}",
+        f"molecule test -s ollama --destroy never PATH={venv}/bin COLLECTIONS={collections}",
+    ]
