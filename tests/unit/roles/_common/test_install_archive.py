@@ -99,67 +99,66 @@ def _envs(host) -> list[str]:
     return sorted(path.name for path in (host["install"] / "envs").iterdir())
 
 
-def test_the_archive_is_unpacked_into_its_version_directory_and_current_points_at_it(tmp_path, playbook, host):
-    archive, sha256 = _archive(host["archives"], "1.0")
-    rc, output, report = _run(tmp_path, playbook, host, "1.0", archive, sha256)
+def _install(tmp_path, playbook, host, version, snapshot=True, executable=True, sha256=None):
+    """Installs a fresh archive of the version (of another sha256 where given), returns rc, output, report."""
+    archive, real_sha256 = _archive(host["archives"], version, executable)
+    result = _run(tmp_path, playbook, host, version, archive, sha256 or real_sha256, snapshot=snapshot)
+    if result[0] == 0:
+        os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
+    return result
+
+
+def test_one_host_through_install_refusals_rollback_by_pin_and_prune(tmp_path, playbook, host):
+    """One host's life in seven runs of the shared lifecycle (each run costs about 15 s of ansible-playbook, so the
+    cases share the host): an install, two refused changes that leave it as it was, a second version, the first
+    one again from its kept directory without its archive, and a third that prunes to keep_versions."""
+    env_1 = host["install"] / "envs" / "1.0"
+    # 1. the archive is unpacked into its version directory and current points at it
+    rc, output, report = _install(tmp_path, playbook, host, "1.0")
     assert rc == 0, output[-3000:]
-    env = host["install"] / "envs" / "1.0"
-    assert (env / "bin" / "svc").read_text() == "#!/bin/sh\necho 1.0\n"
-    assert (env / "bin" / "svc").stat().st_mode & stat.S_IXUSR
-    assert (env / "lib" / "svc" / "FILE").stat().st_uid == 0
-    assert json.loads((env / "inferops-install.json").read_text()) == {"archive": "svc.tgz", "sha256": sha256}
-    assert os.readlink(host["install"] / "current") == str(env)
+    assert (env_1 / "bin" / "svc").read_text() == "#!/bin/sh\necho 1.0\n"
+    assert (env_1 / "bin" / "svc").stat().st_mode & stat.S_IXUSR
+    assert (env_1 / "lib" / "svc" / "FILE").stat().st_uid == 0
+    sha_1 = hashlib.sha256((host["archives"] / "svc-1.0.tgz").read_bytes()).hexdigest()
+    assert json.loads((env_1 / "inferops-install.json").read_text()) == {"archive": "svc.tgz", "sha256": sha_1}
+    assert os.readlink(host["install"] / "current") == str(env_1)
     assert report == {"current_changed": True}
     assert list((host["install"] / ".downloads").iterdir()) == []  # the archive is removed once unpacked
 
+    # 2. an archive of another sha256 is refused before anything is unpacked
+    rc, output, _report = _install(tmp_path, playbook, host, "3.0", sha256=sha_1)
+    assert rc != 0
+    other = hashlib.sha256((host["archives"] / "svc-3.0.tgz").read_bytes()).hexdigest()
+    assert f"svc.tgz has sha256 {other}, expected {sha_1}" in output
+    assert "for Svc 3.0: the file is not that release." in output, output[-3000:]
+    assert _envs(host) == ["1.0"]
+    assert os.readlink(host["install"] / "current") == str(env_1)
 
-def test_a_kept_version_is_used_again_without_its_archive(tmp_path, playbook, host):
-    """A rollback by changing the pinned version back: the directory's marker matches, nothing is fetched."""
-    for version in ("1.0", "2.0"):
-        archive, sha256 = _archive(host["archives"], version)
-        assert _run(tmp_path, playbook, host, version, archive, sha256)[0] == 0
-    sha_1 = json.loads((host["install"] / "envs" / "1.0" / "inferops-install.json").read_text())["sha256"]
+    # 3. an archive without its program leaves no marker, and current where it was
+    rc, output, _report = _install(tmp_path, playbook, host, "2.0", executable=False)
+    assert rc != 0, output[-3000:]
+    assert "Check the unpacked program, bin/svc" in output
+    assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
+    assert os.readlink(host["install"] / "current") == str(env_1)
+
+    # 4. the same version again, whole: the partly unpacked directory is replaced
+    rc, output, _report = _install(tmp_path, playbook, host, "2.0")
+    assert rc == 0, output[-3000:]
+    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "2.0")
+
+    # 5. a rollback by changing the pinned version back: the directory's marker matches, nothing is fetched
     rc, output, report = _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)
     assert rc == 0, output[-3000:]
-    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
+    assert os.readlink(host["install"] / "current") == str(env_1)
     assert report == {"current_changed": True}
     # the same again changes nothing
     assert _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
 
-
-def test_an_archive_of_another_sha256_is_refused_before_anything_is_unpacked(tmp_path, playbook, host):
-    archive, sha256 = _archive(host["archives"], "1.0")
-    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
-    other, _sha = _archive(host["archives"], "3.0")
-    rc, output, _errors = _run(tmp_path, playbook, host, "3.0", other, sha256)
-    assert rc != 0
-    assert f"svc.tgz has sha256 {hashlib.sha256(other.read_bytes()).hexdigest()}, expected {sha256}" in output
-    assert "for Svc 3.0: the file is not that release." in output, output[-3000:]
-    assert _envs(host) == ["1.0"]
-    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
-
-
-def test_an_archive_without_its_program_leaves_no_marker_and_current_where_it_was(tmp_path, playbook, host):
-    archive, sha256 = _archive(host["archives"], "1.0")
-    assert _run(tmp_path, playbook, host, "1.0", archive, sha256)[0] == 0
-    broken, broken_sha256 = _archive(host["archives"], "2.0", executable=False)
-    rc, output, _errors = _run(tmp_path, playbook, host, "2.0", broken, broken_sha256)
-    assert rc != 0, output[-3000:]
-    assert "Check the unpacked program, bin/svc" in output
-    assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
-    assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "1.0")
-
-
-def test_the_snapshot_keeps_the_unit_and_version_without_secrets_and_prune_keeps_keep_versions(
-    tmp_path, playbook, host
-):
-    for version in ("1.0", "2.0", "3.0"):
-        archive, sha256 = _archive(host["archives"], version)
-        rc, output, _errors = _run(tmp_path, playbook, host, version, archive, sha256, snapshot=True)
-        assert rc == 0, output[-3000:]
-        os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
+    # 6. the snapshot keeps the unit and the version without secrets, and prune keeps keep_versions
+    rc, output, _report = _install(tmp_path, playbook, host, "3.0")
+    assert rc == 0, output[-3000:]
     snapshot = host["rollback"]
     assert sorted(path.name for path in snapshot.iterdir()) == ["env", "svc.service"]
     assert os.readlink(snapshot / "env") == str(host["install"] / "envs" / "3.0")
     assert stat.S_IMODE(snapshot.stat().st_mode) == 0o700
-    assert _envs(host) == ["2.0", "3.0"]  # keep_versions 2: the active one and the one before
+    assert _envs(host) == ["2.0", "3.0"]  # keep_versions 2: the active one and the newest other
