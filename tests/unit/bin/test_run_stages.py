@@ -139,7 +139,7 @@ def test_the_cpu_watch_reports_busy_share_and_time_with_an_idle_core(run_stages,
 
 
 def test_instance_names_are_the_platforms_of_the_scenario_or_of_the_base_config(run_stages):
-    assert run_stages.instance_names("ray_cluster") == ["inferops-ray-head", "inferops-ray-w1", "inferops-ray-w2"]
+    assert run_stages.instance_names("ray_cluster") == ["inferops-ray-head", "inferops-ray-w1"]
     assert run_stages.instance_names("nvidia_driver") == [
         "inferops-nvidia_driver-debian12",
         "inferops-nvidia_driver-debian13",
