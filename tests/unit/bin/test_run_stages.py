@@ -198,7 +198,16 @@ def test_a_compat_scenario_runs_with_the_oldest_cores_ansible_playbook(run_stage
     monkeypatch.setenv("COMPAT_SCENARIOS", "ollama gateway")
     assert run_stages.scenario_steps("vllm") == "molecule destroy -s vllm && exec molecule test -s vllm --destroy never"
     log = tmp_path / "log"
-    env = {"PATH": f"{tools}:/usr/bin:/bin", "LOG": str(log), "ANSIBLE_COLLECTIONS_PATH": "/checkout/collections"}
+    # another python first on PATH, as pyenv's shim leaves it: the toolchain's is the one beside molecule
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "python").write_text("#!/bin/sh\necho /other/site-packages\n")
+    (other / "python").chmod(0o755)
+    env = {
+        "PATH": f"{other}:{tools}:/usr/bin:/bin",
+        "LOG": str(log),
+        "ANSIBLE_COLLECTIONS_PATH": "/checkout/collections",
+    }
     result = subprocess.run(["sh", "-c", run_stages.scenario_steps("ollama")], env=env, capture_output=True,
                             text=True, check=True)  # fmt: skip
     assert result.stdout == "with ansible-playbook [core 2.19.14]\n"
