@@ -96,7 +96,7 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # (tests/unit/bin), the scripts the roles copy to a host, run there by its own Python (tests/unit/roles/*/files), and
 # the Molecule fixtures (tests/unit/scenarios); none of those test files or the scripts they test imports Ansible.
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
-# The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, snapshot, rollback, drain)
+# The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
 # and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time): under
 # the oldest core the same task files run for real, on systemd, in the Molecule scenarios of COMPAT_SCENARIOS
 # (tests/bin/run-stages runs those with this core's ansible-playbook). Everything else that runs through
@@ -105,8 +105,8 @@ COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tes
   --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama \
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
 # The Molecule scenarios that run with the oldest core of COMPAT_CORES (its ansible-playbook first on PATH; the other
-# collections from the toolchain's venv): the ollama role's archive install, snapshot and rollback through _common,
-# and the gateway's install, drain and rollback, on real systemd.
+# collections from the toolchain's venv): the ollama role's archive install, snapshot, drain and rollback through
+# _common, and the gateway's install from a lock with hashes (the uv pin) and its drain, on real systemd.
 COMPAT_SCENARIOS ?= ollama gateway
 COMPAT_VENV = $(VENV)-core-$(firstword $(COMPAT_CORES))
 export COMPAT_SCENARIOS COMPAT_VENV
