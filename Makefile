@@ -94,7 +94,8 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # imports nothing of ansible-core (tests/unit/plugins/test_architecture.py), so another ansible-core cannot
 # change what it does. So are the tests of what never runs through ansible-core: the developer scripts of tests/bin
 # (tests/unit/bin), the scripts the roles copy to a host, run there by its own Python (tests/unit/roles/*/files), and
-# the Molecule fixtures (tests/unit/scenarios); none of those test files or the scripts they test imports Ansible.
+# the Molecule fixtures (tests/unit/scenarios) and the test images' zip-import cache (tests/unit/images); none of those
+# test files or the scripts they test imports Ansible.
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
 # The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
 # and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time): under
@@ -102,7 +103,7 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # (tests/bin/run-stages runs those with this core's ansible-playbook). Everything else that runs through
 # ansible-core (modules, filters, role templates and wiring, playbooks) runs.
 COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tests/unit/bin --ignore=tests/unit/scenarios \
-  --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama \
+  --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama --ignore=tests/unit/images \
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
 # The Molecule scenarios that run with the oldest core of COMPAT_CORES (its ansible-playbook first on PATH; the other
 # collections from the toolchain's venv): the ollama role's archive install, snapshot, drain and rollback through

@@ -27,7 +27,7 @@ suite_of() {
 }
 
 recipe_hash() {
-  { cat "$0" "$here/Dockerfile"; echo "$mirror $packages"; [ -n "$ca_bundle" ] && cat "$ca_bundle"; } | sha256sum | cut -c1-16
+  { cat "$0" "$here/Dockerfile" "$here/inferops_zipcache.py" "$here/inferops-zipcache.pth"; echo "$mirror $packages"; [ -n "$ca_bundle" ] && cat "$ca_bundle"; } | sha256sum | cut -c1-16
 }
 
 build_one() {
@@ -53,7 +53,7 @@ build_one() {
   else
     : >"$workdir/extra-ca.crt"
   fi
-  cp "$here/Dockerfile" "$workdir/Dockerfile"
+  cp "$here/Dockerfile" "$here/inferops_zipcache.py" "$here/inferops-zipcache.pth" "$workdir/"
   docker build --quiet --build-arg "BASE=inferops/molecule-$name:rootfs" \
     --label "inferops.recipe=$hash" -t "$image" "$workdir" >/dev/null
   docker rmi "inferops/molecule-$name:rootfs" >/dev/null
