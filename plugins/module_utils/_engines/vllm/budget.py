@@ -713,9 +713,12 @@ def _version(value: Any) -> VllmVersion:
     return value if isinstance(value, VllmVersion) else vllm_version(value)
 
 
-def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, **hw):
-    """config/model.py _auto_fit_max_model_len: the longest length whose request fits (one block reserved)."""
-    low, high, best = 1, derived_max_model_len(arch, version), 0
+def _auto_fit_length(
+    version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, limit: int, **hw
+):
+    """config/model.py _auto_fit_max_model_len: the longest length up to ``limit`` (the derived max_model_len)
+    whose request fits (one block reserved)."""
+    low, high, best = 1, limit, 0
     while low <= high:
         mid = (low + high) // 2
         layout = kv_cache_layout(arch, version, values, tp, max_model_len=mid, **hw)
@@ -727,32 +730,33 @@ def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapp
 
 
 def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead, pinned, hw):
-    """(KV bytes, layout, blocks) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
+    """(KV bytes, layout, kv_capacity) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
     stages = []
     for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kv = int(pinned) if pinned is not None else requested - per_rank[stage * tp] - overhead
         layers = arch.layer_types[start:end]
         stage_layout = kv_cache_layout(arch, version, values, tp, layers=layers, include_mtp=stage == pp - 1, **hw)
-        stages.append((kv, stage_layout, kv_capacity(version, stage_layout, kv)["num_blocks"]))
+        stages.append((kv, stage_layout, kv_capacity(version, stage_layout, kv)))
     return stages
 
 
 def _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw):
-    """``(kv_bytes, layout, num_blocks, limit)`` of the stage with the fewest blocks; ``limit``: the derived
-    max_model_len. An "auto" max_model_len in ``values`` is replaced by the longest that fits."""
+    """``(kv_bytes, layout, capacity, limit)`` of the stage with the fewest blocks (``capacity``: its
+    kv_capacity); ``limit``: the derived max_model_len. An "auto" max_model_len in ``values`` is replaced by the
+    longest that fits."""
     pinned = values["kv_cache_memory_bytes"]
     probe = dict(values)
     limit = derived_max_model_len(arch, version)
     if probe["max_model_len"] == "auto":
         probe["max_model_len"] = limit
     stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-    kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
+    kv_bytes, layout, capacity = min(stages, key=lambda stage: (stage[2]["num_blocks"], stage[0]))
     if values["max_model_len"] == "auto":
-        fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
+        fitted = _auto_fit_length(version, arch, probe, tp, capacity["num_blocks"], limit, **hw)
         values["max_model_len"] = probe["max_model_len"] = fitted
         stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-        kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
-    return kv_bytes, layout, num_blocks, limit
+        kv_bytes, layout, capacity = min(stages, key=lambda stage: (stage[2]["num_blocks"], stage[0]))
+    return kv_bytes, layout, capacity, limit
 
 
 def _max_model_len_findings(max_len: int, limit: int) -> List[Dict[str, str]]:
@@ -931,10 +935,10 @@ def memory_budget(
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]
-    kv_bytes, layout, num_blocks, limit = _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw)
+    kv_bytes, layout, capacity, limit = _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw)
+    num_blocks = capacity["num_blocks"]
     max_len = int(values["max_model_len"])
     findings = _max_model_len_findings(max_len, limit)
-    capacity = kv_capacity(version, layout, kv_bytes)
     after_start = _vram_after_start(version, per_rank, overhead, kv_bytes, model_overhead)
     start = _Start(
         version=version,
