@@ -261,7 +261,7 @@ def vllm_plan(
         )
     findings = plan_findings(
         check_vllm(
-            version=version,
+            version=ctx.version,
             model=architecture,
             settings=resolved_values,
             gpus=used,
