@@ -438,6 +438,7 @@ def refine_with_budget(
     hybrid = bool(ctx.checkpoint.is_hybrid)
     defaults = ctx.batch_defaults
     values = settings.values
+    change: Optional[Tuple[str, Any, str, str]] = None  # (setting, value, source, reason)
     if _unset(inventory.get("max_num_batched_tokens")):
         block = figures.get("block_size")
         value, reason, source = (
@@ -456,8 +457,8 @@ def refine_with_budget(
             reason = f"at least the hybrid block size {block} (vLLM {version_text(ver)} asserts it in align mode)"
             source = "chosen"
         if value != values["max_num_batched_tokens"]:
-            return {"max_num_batched_tokens": _entry(value, source, reason)}
-    if _unset(inventory.get("max_num_seqs")):
+            change = ("max_num_batched_tokens", value, source, reason)
+    if change is None and _unset(inventory.get("max_num_seqs")):
         default_seqs = defaults["max_num_seqs"]
         fit, why = default_seqs, f"vLLM default for {_device_class(ctx)} ({default_seqs})"
         blocks = figures.get("num_blocks")
@@ -473,8 +474,11 @@ def refine_with_budget(
             why = f"vLLM refuses more sequences than max_num_batched_tokens ({fit})"
 
         if fit != values["max_num_seqs"]:
-            return {"max_num_seqs": _entry(fit, "chosen" if fit != default_seqs else "default", why)}
-    return {}
+            change = ("max_num_seqs", fit, "chosen" if fit != default_seqs else "default", why)
+    if change is None:
+        return {}
+    name, value, source, reason = change
+    return {name: _entry(value, source, reason)}
 
 
 _SOURCE_REASON = {"derived": "derived by vLLM from the settings above"}
