@@ -435,7 +435,7 @@ def weights_per_rank(
     """Bytes each rank loads ("Model loading took"), ranks in TP-major order within each PP stage."""
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     comp = weights.components
-    total_of = {kind: max(1, arch.count_layers(kind)) for kind in (LAYER_FULL, LAYER_SLIDING, LAYER_MLA, LAYER_LINEAR)}
+    linear_layers = max(1, arch.linear_attention_layers)
     attention_layers = max(1, arch.num_layers - arch.linear_attention_layers)
     kv_share = 0.0
     if not arch.is_mla and arch.num_kv_heads < tp:
@@ -456,7 +456,7 @@ def weights_per_rank(
         kinds = arch.layer_types[start:end]
         share = (end - start) / arch.num_layers
         attn_share = sum(1 for k in kinds if k != LAYER_LINEAR) / attention_layers
-        gdn_share = sum(1 for k in kinds if k == LAYER_LINEAR) / total_of[LAYER_LINEAR]
+        gdn_share = sum(1 for k in kinds if k == LAYER_LINEAR) / linear_layers
         sharded = (
             comp["experts"] * expert_scale * share
             + comp["dense_or_shared_mlp"] * share
