@@ -70,7 +70,9 @@ def check_vllm(
     context-length. env: the service environment. driver: {"version": "580.95.05", "cuda": None}
     (installed driver; cuda only for a build other than the default PyPI wheel).
     """
-    vv = version if isinstance(version, VllmVersion) else vllm_version(version)
+    vv = version
+    if not isinstance(vv, VllmVersion):
+        vv = vllm_version(version)
     ver = vv.number
     arch = as_dict(model)
     s = dict(settings)
