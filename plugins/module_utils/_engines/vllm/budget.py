@@ -240,24 +240,26 @@ def attention_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str, tens
     if arch.is_mla:
         if kv_cache_dtype == "fp8_ds_mla":
             return 656  # FlashMLA sparse layout: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope
-        width = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)  # replicated on every rank
-        return width * _kv_element_bytes(arch, kv_cache_dtype)
-    heads = max(1, arch.num_kv_heads // tensor_parallel_size)  # KV heads replicate when TP > kv heads
-    if kv_cache_dtype in _TURBOQUANT_BITS:
-        key_bits, value_bits, compressed_key = _TURBOQUANT_BITS[kv_cache_dtype]
-        hd = arch.head_dim
-        key = _cdiv(hd * key_bits, 8) + 2 if compressed_key else hd
-        value = _cdiv(hd * value_bits, 8) + 4
-        slot = key + value
-        return heads * (slot + slot % 2)  # TurboQuantConfig.slot_size_aligned: rounded to even
-    if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
-        # E2M1 values plus one FP8 scale per 16 elements, for K and V
-        return heads * 2 * (arch.head_dim // 2 + arch.head_dim // 16)
-    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
-        return heads * 2 * (arch.head_dim + 4)  # one fp32 scale per token and head
-    if kv_cache_dtype == "int4_per_token_head":
-        return heads * 2 * (arch.head_dim // 2 + 4)
-    return heads * 2 * arch.head_dim * _kv_element_bytes(arch, kv_cache_dtype)
+        elements = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)  # the latent, replicated on every rank
+    else:
+        heads = max(1, arch.num_kv_heads // tensor_parallel_size)  # KV heads replicate when TP > kv heads
+        if kv_cache_dtype in _TURBOQUANT_BITS:
+            key_bits, value_bits, compressed_key = _TURBOQUANT_BITS[kv_cache_dtype]
+            hd = arch.head_dim
+            key = _cdiv(hd * key_bits, 8) + 2 if compressed_key else hd
+            value = _cdiv(hd * value_bits, 8) + 4
+            slot = key + value
+            return heads * (slot + slot % 2)  # TurboQuantConfig.slot_size_aligned: rounded to even
+        if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
+            # E2M1 values plus one FP8 scale per 16 elements, for K and V
+            return heads * 2 * (arch.head_dim // 2 + arch.head_dim // 16)
+        if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
+            return heads * 2 * (arch.head_dim + 4)  # one fp32 scale per token and head
+        if kv_cache_dtype == "int4_per_token_head":
+            return heads * 2 * (arch.head_dim // 2 + 4)
+        elements = heads * 2 * arch.head_dim  # K and V
+    # a plain dtype: the elements of one token times the bytes of one element
+    return elements * _kv_element_bytes(arch, kv_cache_dtype)
 
 
 def _kv_element_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
