@@ -18,13 +18,13 @@ from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_driv
 
 
 def check_driver(
-    driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], vllm_version: Optional[str] = None
+    driver: Optional[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]], vllm_version: Any = None
 ) -> List[Dict[str, Any]]:
     """driver-version: the installed driver against the minimum for the GPUs and the engine's CUDA.
 
     driver: ``{"version": "580.95.05", "cuda": "12.9" or None}``; without ``cuda`` the CUDA of vLLM's
-    default PyPI wheel for ``vllm_version`` is used. The table is nvidia_drivers (one table for the
-    nvidia_driver role and this check).
+    default PyPI wheel for ``vllm_version`` (its text or VllmVersion) is used. The table is nvidia_drivers
+    (one table for the nvidia_driver role and this check).
     """
     if not driver or not driver.get("version"):
         return []

@@ -290,6 +290,14 @@ def _matches_linear(pattern: str) -> bool:
     return pattern in ("Linear", "re:.*", "*") or fnmatch.fnmatch("Linear", pattern)
 
 
+def _scheme_components(pattern: str) -> Tuple[str, ...]:
+    """The components a module scheme's target pattern covers: every decoder linear for a catch-all pattern."""
+    if _matches_linear(pattern):
+        return _DECODER_LINEARS
+    component = _classify(pattern)
+    return () if component is None else (component,)
+
+
 def component_bits(arch: ModelArchitecture, quantization: Optional[QuantizationInfo] = None) -> Dict[str, float]:
     """Bits per weight of every component under the checkpoint's (or the override's) quantization."""
     model_bits = 8.0 * dtype_bytes(arch.dtype if arch.dtype != "float32" else "bfloat16")
@@ -297,19 +305,15 @@ def component_bits(arch: ModelArchitecture, quantization: Optional[QuantizationI
     quant = quantization if quantization is not None else arch.quantization
     if quant is None:
         return bits
+    # (components, scheme, group size) per quantized target: each module scheme's, else the checkpoint's on
+    # every decoder linear; one bit width per target
     if quant.module_schemes:
-        for pattern, scheme in quant.module_schemes:
-            if _matches_linear(pattern):
-                for component in _DECODER_LINEARS:
-                    bits[component] = scheme_bits_per_weight(scheme, None, quant.method)
-                continue
-            component = _classify(pattern)
-            if component is not None:
-                bits[component] = scheme_bits_per_weight(scheme, None, quant.method)
+        targets = [(_scheme_components(pattern), scheme, None) for pattern, scheme in quant.module_schemes]
     else:
-        quantized_bits = scheme_bits_per_weight(quant.scheme, quant.group_size, quant.method)
-        for component in _DECODER_LINEARS:
-            bits[component] = quantized_bits
+        targets = [(_DECODER_LINEARS, quant.scheme, quant.group_size)]
+    for components, scheme, group_size in targets:
+        if components:
+            bits.update(dict.fromkeys(components, scheme_bits_per_weight(scheme, group_size, quant.method)))
     for pattern in quant.unquantized_modules:
         component = _classify(pattern)
         if component is not None:

@@ -790,6 +790,7 @@ def _unsafe_inputs(variables: Mapping[str, Any], names: Iterable[str]) -> List[s
 def _validate_settings(engine: str, version: str, variables: Mapping[str, Any], errors: List[str]) -> Dict[str, Any]:
     """The engine's settings the host sets (``<engine>_<name>``), coerced; those its release lacks refused."""
     settings: Dict[str, Any] = {}
+    release = _is_release(engine, version)  # a release the collection knows: its settings' ranges apply
     for setting in ENGINE_SETTINGS[engine]:
         var = f"{engine}_{setting.name}"
         value = variables.get(var)
@@ -798,7 +799,7 @@ def _validate_settings(engine: str, version: str, variables: Mapping[str, Any], 
         coerced = _coerce(setting, var, value, errors)
         if coerced is None:
             continue
-        if _is_release(engine, version) and not setting_available(setting, version):
+        if release and not setting_available(setting, version):
             errors.append(
                 f"{var}: {setting.flag} exists only up to {setting.until} (excluded); {engine} {version} does not "
                 "accept it: remove it"

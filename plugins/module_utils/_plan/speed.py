@@ -184,22 +184,24 @@ def rank_options(options: Sequence[Option], objective: str, engine_gpus: int) ->
     A first option whose TP groups cross a SYS hop or a narrow link gives way to the best option without
     one when that is predicted within ``layout_tie_pct`` of it: the model does not tell such layouts apart,
     and the better-linked one has less to lose where the link costs are off."""
-    ranked = sorted(
-        options,
-        key=lambda o: (
-            o.gpus != engine_gpus,
-            -objective_value(o.figures, objective),
-            o.candidate.tp * o.candidate.pp,
-            o.candidate.pp,
+    # each option's figure read once: (figure, option), in the ranking's order
+    scored = sorted(
+        ((objective_value(o.figures, objective), o) for o in options),
+        key=lambda pair: (
+            pair[1].gpus != engine_gpus,
+            -pair[0],
+            pair[1].candidate.tp * pair[1].candidate.pp,
+            pair[1].candidate.pp,
         ),
     )
+    ranked = [option for _value, option in scored]
     if ranked and ranked[0].slow_links:
         tie = float(CONSTANTS["layout_tie_pct"]["value"]) / 100.0
-        best = objective_value(ranked[0].figures, objective)
-        for index, option in enumerate(ranked[1:], start=1):
+        best = scored[0][0]
+        for index, (value, option) in enumerate(scored[1:], start=1):
             if option.gpus != ranked[0].gpus and ranked[0].gpus == engine_gpus:
                 break
-            if objective_value(option.figures, objective) < best * (1.0 - tie):
+            if value < best * (1.0 - tie):
                 break
             if not option.slow_links:
                 ranked.insert(0, ranked.pop(index))

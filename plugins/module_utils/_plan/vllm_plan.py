@@ -222,13 +222,13 @@ def _performance(chosen: _Chosen, workload: Workload, used: Sequence[Mapping[str
     """The plan's performance section: the chosen layout's predicted speed and the alternatives."""
     values, figures = chosen.evaluation.settings.values, chosen.evaluation.budget
     dp = int(chosen.layout["data_parallel_size"])
-    return performance_section(
-        layout_figures(chosen.search, chosen.traffic, chosen.candidate, figures, values, workload, [dp])[dp],
+    predicted = layout_figures(chosen.search, chosen.traffic, chosen.candidate, figures, values, workload, [dp])[dp]
+    others = (
         alternatives(chosen.ranked, chosen.best, workload.objective, len(chosen.search.available))
         if chosen.best is not None
-        else [],
-        [str(g.get("name") or "") for g in used],
+        else []
     )
+    return performance_section(predicted, others, [str(g.get("name") or "") for g in used])
 
 
 def vllm_plan(
@@ -249,6 +249,7 @@ def vllm_plan(
     layout, workload = chosen.layout, inputs.workload
     used = [by_index[i] for i in layout["gpus"] if i in by_index]
     resolved_settings, figures = chosen.evaluation.settings, chosen.evaluation.budget
+    memory = _vllm_memory(figures, used)
     performance = _performance(chosen, workload, used)
     settings = settings_section(resolved_settings, requested, layout, figures, version)
     resolved_values = {name: entry["value"] for name, entry in settings.items()}
@@ -261,7 +262,7 @@ def vllm_plan(
         )
     findings = plan_findings(
         check_vllm(
-            version=version,
+            version=ctx.version,
             model=architecture,
             settings=resolved_values,
             gpus=used,
@@ -291,7 +292,7 @@ def vllm_plan(
         "engine_version": version,
         "model": vllm_model_section(inputs, model),
         "layout": layout_section(layout),
-        "memory": _vllm_memory(figures, used),
+        "memory": memory,
         "performance": performance,
         "settings": settings,
         "checks": findings,

@@ -15,9 +15,10 @@ Public API:
     (``later``, with the first), an earlier one had it (``removed``, with the last), or no release read lists
     it (``unknown``).
 ``registry_size(release) -> int``: how many architectures the registry of a read release lists.
-``served_class(architectures, number) -> (name, base) | None``: the class of config.json's ``architectures``
-    that the registry of that release serves, as vLLM picks it (``conversions.json``: a class it does not list
-    may be served converted from one it lists, ``base``; ``base`` is None for a listed class).
+``served_class(verdicts, number) -> (name, base) | None``: the class of config.json's ``architectures`` (their
+    ``support`` verdicts, in order) that the registry of that release serves, as vLLM picks it
+    (``conversions.json``: a class it does not list may be served converted from one it lists, ``base``;
+    ``base`` is None for a listed class).
 """
 
 from __future__ import annotations
@@ -121,10 +122,14 @@ def _converted_base(architecture: str, number: Tuple[int, ...], rule: Mapping[st
     return None
 
 
-def served_class(architectures: Sequence[str], number: Tuple[int, ...]) -> Optional[Tuple[str, Optional[str]]]:
-    """``(class, base)``: the class of ``architectures`` that the vLLM release ``number`` serves, with the listed
-    class it converts it from (None when the class is listed itself); None when it serves none of them."""
-    listed = [name for name in architectures if support(name, number).status == "listed"]
+def served_class(
+    verdicts: Sequence[ArchitectureSupport], number: Tuple[int, ...]
+) -> Optional[Tuple[str, Optional[str]]]:
+    """``(class, base)``: the class of config.json's architectures that the vLLM release ``number`` serves, with
+    the listed class it converts it from (None when the class is listed itself); None when it serves none of
+    them. ``verdicts``: ``support(name, number)`` of each class, in config.json's order, as the caller has them."""
+    architectures = [verdict.architecture for verdict in verdicts]
+    listed = [verdict.architecture for verdict in verdicts if verdict.status == "listed"]
     rule = _conversion_rule(number)
     if rule is None:
         return (listed[0], None) if listed else None

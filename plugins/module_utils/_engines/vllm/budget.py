@@ -240,24 +240,26 @@ def attention_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str, tens
     if arch.is_mla:
         if kv_cache_dtype == "fp8_ds_mla":
             return 656  # FlashMLA sparse layout: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope
-        width = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)  # replicated on every rank
-        return width * _kv_element_bytes(arch, kv_cache_dtype)
-    heads = max(1, arch.num_kv_heads // tensor_parallel_size)  # KV heads replicate when TP > kv heads
-    if kv_cache_dtype in _TURBOQUANT_BITS:
-        key_bits, value_bits, compressed_key = _TURBOQUANT_BITS[kv_cache_dtype]
-        hd = arch.head_dim
-        key = _cdiv(hd * key_bits, 8) + 2 if compressed_key else hd
-        value = _cdiv(hd * value_bits, 8) + 4
-        slot = key + value
-        return heads * (slot + slot % 2)  # TurboQuantConfig.slot_size_aligned: rounded to even
-    if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
-        # E2M1 values plus one FP8 scale per 16 elements, for K and V
-        return heads * 2 * (arch.head_dim // 2 + arch.head_dim // 16)
-    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
-        return heads * 2 * (arch.head_dim + 4)  # one fp32 scale per token and head
-    if kv_cache_dtype == "int4_per_token_head":
-        return heads * 2 * (arch.head_dim // 2 + 4)
-    return heads * 2 * arch.head_dim * _kv_element_bytes(arch, kv_cache_dtype)
+        elements = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)  # the latent, replicated on every rank
+    else:
+        heads = max(1, arch.num_kv_heads // tensor_parallel_size)  # KV heads replicate when TP > kv heads
+        if kv_cache_dtype in _TURBOQUANT_BITS:
+            key_bits, value_bits, compressed_key = _TURBOQUANT_BITS[kv_cache_dtype]
+            hd = arch.head_dim
+            key = _cdiv(hd * key_bits, 8) + 2 if compressed_key else hd
+            value = _cdiv(hd * value_bits, 8) + 4
+            slot = key + value
+            return heads * (slot + slot % 2)  # TurboQuantConfig.slot_size_aligned: rounded to even
+        if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
+            # E2M1 values plus one FP8 scale per 16 elements, for K and V
+            return heads * 2 * (arch.head_dim // 2 + arch.head_dim // 16)
+        if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
+            return heads * 2 * (arch.head_dim + 4)  # one fp32 scale per token and head
+        if kv_cache_dtype == "int4_per_token_head":
+            return heads * 2 * (arch.head_dim // 2 + 4)
+        elements = heads * 2 * arch.head_dim  # K and V
+    # a plain dtype: the elements of one token times the bytes of one element
+    return elements * _kv_element_bytes(arch, kv_cache_dtype)
 
 
 def _kv_element_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
@@ -435,7 +437,7 @@ def weights_per_rank(
     """Bytes each rank loads ("Model loading took"), ranks in TP-major order within each PP stage."""
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     comp = weights.components
-    total_of = {kind: max(1, arch.count_layers(kind)) for kind in (LAYER_FULL, LAYER_SLIDING, LAYER_MLA, LAYER_LINEAR)}
+    linear_layers = max(1, arch.linear_attention_layers)
     attention_layers = max(1, arch.num_layers - arch.linear_attention_layers)
     kv_share = 0.0
     if not arch.is_mla and arch.num_kv_heads < tp:
@@ -456,7 +458,7 @@ def weights_per_rank(
         kinds = arch.layer_types[start:end]
         share = (end - start) / arch.num_layers
         attn_share = sum(1 for k in kinds if k != LAYER_LINEAR) / attention_layers
-        gdn_share = sum(1 for k in kinds if k == LAYER_LINEAR) / total_of[LAYER_LINEAR]
+        gdn_share = sum(1 for k in kinds if k == LAYER_LINEAR) / linear_layers
         sharded = (
             comp["experts"] * expert_scale * share
             + comp["dense_or_shared_mlp"] * share
@@ -713,9 +715,12 @@ def _version(value: Any) -> VllmVersion:
     return value if isinstance(value, VllmVersion) else vllm_version(value)
 
 
-def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, **hw):
-    """config/model.py _auto_fit_max_model_len: the longest length whose request fits (one block reserved)."""
-    low, high, best = 1, derived_max_model_len(arch, version), 0
+def _auto_fit_length(
+    version: VllmVersion, arch: ModelArchitecture, values: Mapping, tp: int, num_blocks, limit: int, **hw
+):
+    """config/model.py _auto_fit_max_model_len: the longest length up to ``limit`` (the derived max_model_len)
+    whose request fits (one block reserved)."""
+    low, high, best = 1, limit, 0
     while low <= high:
         mid = (low + high) // 2
         layout = kv_cache_layout(arch, version, values, tp, max_model_len=mid, **hw)
@@ -727,32 +732,33 @@ def _auto_fit_length(version: VllmVersion, arch: ModelArchitecture, values: Mapp
 
 
 def _stage_budgets(arch, version, values, tp, pp, per_rank, requested, overhead, pinned, hw):
-    """(KV bytes, layout, blocks) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
+    """(KV bytes, layout, kv_capacity) of every pipeline stage; vLLM keeps the smallest block count of all ranks."""
     stages = []
     for stage, (start, end) in enumerate(pp_layer_bounds(arch.num_layers, pp)):
         kv = int(pinned) if pinned is not None else requested - per_rank[stage * tp] - overhead
         layers = arch.layer_types[start:end]
         stage_layout = kv_cache_layout(arch, version, values, tp, layers=layers, include_mtp=stage == pp - 1, **hw)
-        stages.append((kv, stage_layout, kv_capacity(version, stage_layout, kv)["num_blocks"]))
+        stages.append((kv, stage_layout, kv_capacity(version, stage_layout, kv)))
     return stages
 
 
 def _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw):
-    """``(kv_bytes, layout, num_blocks, limit)`` of the stage with the fewest blocks; ``limit``: the derived
-    max_model_len. An "auto" max_model_len in ``values`` is replaced by the longest that fits."""
+    """``(kv_bytes, layout, capacity, limit)`` of the stage with the fewest blocks (``capacity``: its
+    kv_capacity); ``limit``: the derived max_model_len. An "auto" max_model_len in ``values`` is replaced by the
+    longest that fits."""
     pinned = values["kv_cache_memory_bytes"]
     probe = dict(values)
     limit = derived_max_model_len(arch, version)
     if probe["max_model_len"] == "auto":
         probe["max_model_len"] = limit
     stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-    kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
+    kv_bytes, layout, capacity = min(stages, key=lambda stage: (stage[2]["num_blocks"], stage[0]))
     if values["max_model_len"] == "auto":
-        fitted = _auto_fit_length(version, arch, probe, tp, num_blocks, **hw)
+        fitted = _auto_fit_length(version, arch, probe, tp, capacity["num_blocks"], limit, **hw)
         values["max_model_len"] = probe["max_model_len"] = fitted
         stages = _stage_budgets(arch, version, probe, tp, pp, per_rank, requested, overhead, pinned, hw)
-        kv_bytes, layout, num_blocks = min(stages, key=lambda stage: (stage[2], stage[0]))
-    return kv_bytes, layout, num_blocks, limit
+        kv_bytes, layout, capacity = min(stages, key=lambda stage: (stage[2]["num_blocks"], stage[0]))
+    return kv_bytes, layout, capacity, limit
 
 
 def _max_model_len_findings(max_len: int, limit: int) -> List[Dict[str, str]]:
@@ -931,10 +937,10 @@ def memory_budget(
     overhead = model_overhead["charged_bytes"] if measured_overhead_bytes is None else int(measured_overhead_bytes)
     requested = math.ceil(gpu_total_bytes * float(values["gpu_memory_utilization"]))
     pinned = values["kv_cache_memory_bytes"]
-    kv_bytes, layout, num_blocks, limit = _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw)
+    kv_bytes, layout, capacity, limit = _kv_cache(arch, version, values, tp, pp, per_rank, requested, overhead, hw)
+    num_blocks = capacity["num_blocks"]
     max_len = int(values["max_model_len"])
     findings = _max_model_len_findings(max_len, limit)
-    capacity = kv_capacity(version, layout, kv_bytes)
     after_start = _vram_after_start(version, per_rank, overhead, kv_bytes, model_overhead)
     start = _Start(
         version=version,

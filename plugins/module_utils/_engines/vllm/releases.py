@@ -253,6 +253,8 @@ def engine_cuda(vllm_version: Any, cuda_version: Any = None) -> Tuple[Optional[s
     """(CUDA release, where it comes from) for the driver check: a declared build wins over the wheel's."""
     if cuda_version not in (None, ""):
         return str(cuda_version), ""
+    if isinstance(vllm_version, VllmVersion):  # resolved already: its record names the wheel's CUDA
+        return vllm_version.wheel_cuda, f"vLLM {vllm_version.text}'s PyPI wheel"
     if vllm_version in (None, ""):
         return None, ""
     return vllm_wheel_cuda(vllm_version), f"vLLM {vllm_version}'s PyPI wheel"

@@ -175,14 +175,13 @@ def _resolve_kv_cache_dtype(
 ) -> None:
     """kv_cache_dtype: the inventory's, else "auto", which a release from 0.14.0 resolves to the checkpoint's."""
     auto_kv = arch.quantization.resolves_auto_kv_cache_dtype if arch.quantization is not None else None
-    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
-        kv_dtype = str(_put(resolved, given, "kv_cache_dtype", auto_kv, "derived"))
-    else:
-        kv_dtype = str(_put(resolved, given, "kv_cache_dtype", "auto"))
-    if kv_dtype == "auto" and auto_kv and version.kv_cache_dtype_auto_from_checkpoint:
-        # an explicit "auto" is resolved the same way (engine/arg_utils.py resolve_kv_cache_dtype_string)
+    given_kv = given.get("kv_cache_dtype")
+    if auto_kv and version.kv_cache_dtype_auto_from_checkpoint and (_unset(given_kv) or str(given_kv) == "auto"):
+        # an unset or explicit "auto" becomes the checkpoint's (engine/arg_utils.py resolve_kv_cache_dtype_string)
         resolved["kv_cache_dtype"] = _entry(auto_kv, "derived")
         kv_dtype = auto_kv
+    else:
+        kv_dtype = str(_put(resolved, given, "kv_cache_dtype", "auto"))
     if kv_dtype not in version.kv_cache_dtypes:
         raise ValueError(
             f"Invalid kv_cache_dtype: {kv_dtype!r} for vLLM {version.text}. Valid values are: "
@@ -439,6 +438,7 @@ def refine_with_budget(
     hybrid = bool(ctx.checkpoint.is_hybrid)
     defaults = ctx.batch_defaults
     values = settings.values
+    change: Optional[Tuple[str, Any, str, str]] = None  # (setting, value, source, reason)
     if _unset(inventory.get("max_num_batched_tokens")):
         block = figures.get("block_size")
         value, reason, source = (
@@ -457,8 +457,8 @@ def refine_with_budget(
             reason = f"at least the hybrid block size {block} (vLLM {version_text(ver)} asserts it in align mode)"
             source = "chosen"
         if value != values["max_num_batched_tokens"]:
-            return {"max_num_batched_tokens": _entry(value, source, reason)}
-    if _unset(inventory.get("max_num_seqs")):
+            change = ("max_num_batched_tokens", value, source, reason)
+    if change is None and _unset(inventory.get("max_num_seqs")):
         default_seqs = defaults["max_num_seqs"]
         fit, why = default_seqs, f"vLLM default for {_device_class(ctx)} ({default_seqs})"
         blocks = figures.get("num_blocks")
@@ -474,8 +474,11 @@ def refine_with_budget(
             why = f"vLLM refuses more sequences than max_num_batched_tokens ({fit})"
 
         if fit != values["max_num_seqs"]:
-            return {"max_num_seqs": _entry(fit, "chosen" if fit != default_seqs else "default", why)}
-    return {}
+            change = ("max_num_seqs", fit, "chosen" if fit != default_seqs else "default", why)
+    if change is None:
+        return {}
+    name, value, source, reason = change
+    return {name: _entry(value, source, reason)}
 
 
 _SOURCE_REASON = {"derived": "derived by vLLM from the settings above"}
@@ -494,25 +497,28 @@ def settings_section(
     The parallel sizes come from the layout; ``max_model_len: auto`` shows the length vLLM will fit.
     """
     layout_source = layout.get("source") or {}
+    off = _switched_off(inventory)
     result: Dict[str, Entry] = {}
     for setting in VLLM_SETTINGS:
         name = setting.name
         entry = settings.entries.get(name)
+        if name in off and entry is not None:
+            result[name] = entry
+            continue
+        # (value, source, reason) of the setting as shown, one entry built per setting
         if name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
             source = layout_source.get(name, "chosen")
-            result[name] = _entry(int(layout[name]), source, None if source == "inventory" else layout["reason"])
+            shown = (int(layout[name]), source, None if source == "inventory" else layout["reason"])
         elif name == "max_model_len" and inventory.get(name) == "auto":
-            result[name] = _entry(
+            shown = (
                 int(figures["max_model_len"]),
                 "inventory",
                 "auto (-1): the longest length whose request fits the KV cache",
             )
-        elif name in _switched_off(inventory) and entry is not None:
-            result[name] = entry
         elif not _unset(inventory.get(name)):
-            result[name] = _entry(inventory[name], "inventory")
+            shown = (inventory[name], "inventory", None)
         elif setting.flag in (layout.get("flags") or []):
-            result[name] = _entry(True, "chosen", layout["reason"])
+            shown = (True, "chosen", layout["reason"])
         elif entry is not None and (entry.get("reason") or entry["value"] is not None):
             source = entry["source"] if entry["source"] in ("inventory", "default", "chosen") else "default"
             reason = entry.get("reason") or _SOURCE_REASON.get(entry["source"], f"vLLM {version_text} default")
@@ -521,7 +527,10 @@ def settings_section(
                     f"; vLLM raises the attention block to {figures['block_size']} tokens so that one page holds "
                     "a sequence's Mamba/GDN state (memory.block_size)"
                 )
-            result[name] = _entry(entry["value"], source, reason)
+            shown = (entry["value"], source, reason)
+        else:
+            continue
+        result[name] = _entry(*shown)
     return result
 
 

@@ -37,12 +37,12 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     check_quantization,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import VllmVersion, vllm_version
 
 
 def check_vllm(
     *,
-    version: str,
+    version: Any,
     model: Any,
     settings: Mapping[str, Any],
     gpus: Sequence[Mapping[str, Any]],
@@ -55,11 +55,11 @@ def check_vllm(
 ) -> List[Finding]:
     """Every finding for one vLLM host.
 
-    version: vllm_version. model: ModelArchitecture (or its to_dict()). settings: resolved engine
-    settings in `vllm serve` snake_case (max_model_len, max_num_seqs, max_num_batched_tokens,
-    kv_cache_dtype, enable_prefix_caching, mamba_cache_mode, mamba_block_size, enable_chunked_prefill,
-    tool_call_parser, enable_auto_tool_choice, reasoning_parser, attention_backend, hf_overrides,
-    max_cudagraph_capture_size, cudagraph_capture_sizes, enforce_eager, calculate_kv_scales, dtype,
+    version: vllm_version, or the VllmVersion the plan resolved. model: ModelArchitecture (or its
+    to_dict()). settings: resolved engine settings in `vllm serve` snake_case (max_model_len, max_num_seqs,
+    max_num_batched_tokens, kv_cache_dtype, enable_prefix_caching, mamba_cache_mode, mamba_block_size,
+    enable_chunked_prefill, tool_call_parser, enable_auto_tool_choice, reasoning_parser, attention_backend,
+    hf_overrides, max_cudagraph_capture_size, cudagraph_capture_sizes, enforce_eager, calculate_kv_scales, dtype,
     tensor_parallel_size, pipeline_parallel_size, enable_expert_parallel, speculative_config).
     gpus: the GPUs the layout uses (compute_capability, memory_mib, name). model_format: safetensors,
     gguf or bitsandbytes. layout: select_layout() output. budget: the vllm_budget.vllm_memory_budget()
@@ -70,7 +70,9 @@ def check_vllm(
     context-length. env: the service environment. driver: {"version": "580.95.05", "cuda": None}
     (installed driver; cuda only for a build other than the default PyPI wheel).
     """
-    vv = vllm_version(version)
+    vv = version
+    if not isinstance(vv, VllmVersion):
+        vv = vllm_version(version)
     ver = vv.number
     arch = as_dict(model)
     s = dict(settings)
@@ -93,5 +95,5 @@ def check_vllm(
     findings += check_max_num_seqs(vv, arch, s, budget, hybrid)
     findings += check_cudagraph(s)
     findings += check_kv_scales(vv, arch, s, hybrid)
-    findings += check_driver(driver, gpus, vv.text)
+    findings += check_driver(driver, gpus, vv)
     return findings

@@ -70,7 +70,7 @@ def check_architecture(
     verdicts = [support(name, vv.number) for name in names]
     if any(v.status == "unread" for v in verdicts):
         return []
-    chosen = served_class(names, vv.number)
+    chosen = served_class(verdicts, vv.number)
     if chosen is not None:
         return _served_note(vv, names, *chosen)
     model = f"inferops_model {repo}" if repo else "inferops_model"

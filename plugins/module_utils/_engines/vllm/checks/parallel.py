@@ -37,8 +37,10 @@ def check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mappin
                 problem["suggested"],
             )
         )
-    valid_tps = [t for t in (1, 2, 4, 8, 3, 6) if not tensor_parallel_problems(dims, t, ep)]
-    for message in tensor_parallel_problems(dims, tp, expert_parallel=ep):
+    # the problems of every usual TP size and of this one, asked once each
+    tp_problems = {size: tensor_parallel_problems(dims, size, expert_parallel=ep) for size in (1, 2, 4, 8, 3, 6, tp)}
+    valid_tps = [t for t in (1, 2, 4, 8, 3, 6) if not tp_problems[t]]
+    for message in tp_problems[tp]:
         text = f"tensor_parallel_size {tp}: {message}"
         if text in seen:
             continue
