@@ -10,7 +10,7 @@ emitted id always has its documentation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -101,6 +101,16 @@ class Finding:
             suggested=item.get("suggested"),
         )
 
+    def entry(self) -> Dict[str, Any]:
+        """The finding as the checks hand it on: id, severity, message, and the variable with a passing value."""
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "message": self.message,
+            "variable": self.variable,
+            "suggested": self.suggested,
+        }
+
     def to_plan(self) -> Dict[str, str]:
         """The entry of the plan's ``checks`` (the message already names the variable and a passing value)."""
         return {"id": self.id, "severity": self.severity, "message": self.message}
@@ -111,5 +121,9 @@ def finding_entry(
 ) -> Dict[str, Any]:
     """A check's finding as the checks pass it on (``{id, severity, message, variable, suggested}``); the id
     and severity are validated here, where the finding is made."""
-    Finding(check_id, severity, message, variable, suggested)
-    return {"id": check_id, "severity": severity, "message": message, "variable": variable, "suggested": suggested}
+    return Finding(check_id, severity, message, variable, suggested).entry()
+
+
+def finding_entries(findings: Iterable[Finding]) -> List[Dict[str, Any]]:
+    """The entries of findings made as ``Finding`` (each validated where it was made), in their order."""
+    return [finding.entry() for finding in findings]

@@ -8,8 +8,9 @@ the ids are registered in _core/findings.py and documented in docs/checks.md. On
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding, finding_entries
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_dict
 from ansible_collections.inferops.llm.plugins.module_utils._engines.driver import check_driver
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.architecture import (
@@ -36,7 +37,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     check_engine_format,
     check_quantization,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import VllmVersion, vllm_version
 
 
@@ -52,7 +52,7 @@ def check_vllm(
     budget: Optional[Mapping[str, Any]] = None,
     env: Optional[Mapping[str, Any]] = None,
     driver: Optional[Mapping[str, Any]] = None,
-) -> List[Finding]:
+) -> List[Dict[str, Any]]:
     """Every finding for one vLLM host.
 
     version: vllm_version, or the VllmVersion the plan resolved. model: ModelArchitecture (or its
@@ -95,5 +95,5 @@ def check_vllm(
     findings += check_max_num_seqs(vv, arch, s, budget, hybrid)
     findings += check_cudagraph(s)
     findings += check_kv_scales(vv, arch, s, hybrid)
-    findings += check_driver(driver, gpus, vv)
-    return findings
+    # Each family makes its findings as Finding (validated where made); they become entries here, in one place.
+    return finding_entries(findings) + check_driver(driver, gpus, vv)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.architectures import (
     READ_RELEASES,
     served_class,
     support,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import VllmVersion, parse_vllm_version
 
 # vLLM tries its Transformers backend for a class its registry lacks before it refuses ("Model architectures
@@ -31,7 +30,7 @@ def _served_note(vv: VllmVersion, names: List[str], served: str, base: Optional[
     """An info note when vLLM serves another class than the first, or converts the class from a listed one."""
     if base is not None:
         return [
-            finding_entry(
+            Finding(
                 "architecture-unsupported",
                 "info",
                 f"config.json lists {', '.join(names)}: the model registry of vLLM {vv.text} (vllm_version) does "
@@ -42,7 +41,7 @@ def _served_note(vv: VllmVersion, names: List[str], served: str, base: Optional[
     if served == names[0]:
         return []
     return [
-        finding_entry(
+        Finding(
             "architecture-unsupported",
             "info",
             f"config.json lists {', '.join(names)}: the model registry of vLLM {vv.text} (vllm_version) lists "
@@ -81,7 +80,7 @@ def check_architecture(
         first = later[0]
         which = "" if len(names) == 1 else f" (it lists {first.architecture})"
         return [
-            finding_entry(
+            Finding(
                 "architecture-unsupported",
                 "error",
                 f"{model} is {what}, which the model registry of vLLM {vv.text} (vllm_version) {none_listed}: "
@@ -96,7 +95,7 @@ def check_architecture(
         last = removed[-1]
         which = "" if len(names) == 1 else f" {last.architecture}"
         return [
-            finding_entry(
+            Finding(
                 "architecture-unsupported",
                 "error",
                 f"{model} is {what}, which vLLM removed from its model registry after {last.passing}, so "
@@ -107,7 +106,7 @@ def check_architecture(
             )
         ]
     return [
-        finding_entry(
+        Finding(
             "architecture-unsupported",
             "warning",
             f"{model} is {what}, which no vLLM model registry from {READ_RELEASES[0]} to "

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding, Version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Version
 
 
 def _yarn_overrides(overrides: Any) -> Optional[Mapping[str, Any]]:
@@ -50,7 +50,7 @@ def check_context(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], e
         derived = int(original * float(yarn.get("factor") or 1.0))
         if max_len > 0 and native and max_len <= int(arch.get("max_position_embeddings") or native):
             findings.append(
-                finding_entry(
+                Finding(
                     "rope-scaling",
                     "error",
                     f"YaRN rope scaling in vllm_hf_overrides while max_model_len {max_len} fits the model's native "
@@ -62,7 +62,7 @@ def check_context(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], e
             )
     elif arch.get("rope_type") == "yarn" and max_len > 0 and native and max_len <= native:
         findings.append(
-            finding_entry(
+            Finding(
                 "rope-scaling",
                 "warning",
                 f"the checkpoint ships static YaRN (factor {arch.get('rope_factor')}) but max_model_len {max_len} "
@@ -74,7 +74,7 @@ def check_context(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], e
     allow_long = as_bool(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     if max_len > 0 and derived and max_len > derived and not allow_long:
         findings.append(
-            finding_entry(
+            Finding(
                 "context-length",
                 "error",
                 f"max_model_len {max_len} is greater than the derived maximum {derived} "
@@ -87,7 +87,7 @@ def check_context(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], e
     batched = s.get("max_num_batched_tokens")
     if batched and max_len > 0 and as_bool(s.get("enable_chunked_prefill")) is False and int(batched) < max_len:
         findings.append(
-            finding_entry(
+            Finding(
                 "context-length",
                 "error",
                 f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {max_len}: vLLM refuses "

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 
 
 def check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
@@ -19,7 +18,7 @@ def check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
     max_size = s.get("max_cudagraph_capture_size")
     if sizes and max_size and int(max_size) != max(sizes):
         findings.append(
-            finding_entry(
+            Finding(
                 "cudagraph-capture-size",
                 "error",
                 f"max_cudagraph_capture_size ({max_size}) must equal the largest of cudagraph_capture_sizes "
@@ -32,7 +31,7 @@ def check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
     seqs = s.get("max_num_seqs")
     if largest is not None and seqs and int(seqs) > largest:
         findings.append(
-            finding_entry(
+            Finding(
                 "cudagraph-capture-size",
                 "warning",
                 f"max_num_seqs ({seqs}) exceeds the largest captured CUDA graph ({largest}): larger decode batches "
@@ -45,7 +44,7 @@ def check_cudagraph(s: Mapping[str, Any]) -> List[Finding]:
     k = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, Mapping) else 0
     if k and largest is not None and largest < k + 1:
         findings.append(
-            finding_entry(
+            Finding(
                 "cudagraph-capture-size",
                 "error",
                 f"no CUDA graph size is a multiple of num_speculative_tokens + 1 ({k + 1}) below "

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -41,7 +40,7 @@ def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[st
     mode = s.get("mamba_cache_mode")
     if on and as_bool(s.get("enable_chunked_prefill")) is False:
         findings.append(
-            finding_entry(
+            Finding(
                 "prefix-caching-hybrid",
                 "error",
                 "prefix caching on a hybrid (Mamba/GDN) model needs chunked prefill: vLLM refuses to start",
@@ -51,7 +50,7 @@ def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[st
         )
     if mode == "all" and "all" not in vv.mamba_cache_modes:
         findings.append(
-            finding_entry(
+            Finding(
                 "prefix-caching-hybrid",
                 "error",
                 f"mamba_cache_mode 'all' was removed (vLLM {version_text(ver)} accepts align or none)",
@@ -61,7 +60,7 @@ def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[st
         )
     elif mode == "all" and arch.get("linear_num_value_heads"):
         findings.append(
-            finding_entry(
+            Finding(
                 "prefix-caching-hybrid",
                 "error",
                 "mamba_cache_mode 'all' is for Mamba2 models; Gated-DeltaNet models use 'align'",
@@ -71,7 +70,7 @@ def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[st
         )
     if s.get("mamba_block_size") and not on:
         findings.append(
-            finding_entry(
+            Finding(
                 "prefix-caching-hybrid",
                 "error",
                 "vllm_mamba_block_size is set but prefix caching is off ('--mamba-block-size can only be set with "
@@ -82,7 +81,7 @@ def check_prefix_caching(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[st
         )
     if on and vv.hybrid_prefix_caching_experimental_log:
         findings.append(
-            finding_entry(
+            Finding(
                 "prefix-caching-hybrid",
                 "info",
                 f"vLLM {version_text(ver)} marks prefix caching for Mamba/GDN layers (align mode) as experimental",
@@ -102,7 +101,7 @@ def check_mamba_block(vv: VllmVersion, s: Mapping[str, Any], budget: Mapping[str
     if not block or not batched or int(batched) >= int(block):
         return []
     return [
-        finding_entry(
+        Finding(
             "mamba-block-size",
             "error",
             f"vLLM {version_text(ver)} asserts in Mamba cache align mode (prefix caching on a hybrid model) that "

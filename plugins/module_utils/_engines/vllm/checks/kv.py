@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
     predicted_backend,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import BACKENDS, Finding, Version
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import BACKENDS, Version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -32,7 +32,7 @@ def check_kv_and_backend(
 def _unknown_kv_dtype(vv: VllmVersion, kv: str, cc: Optional[int]) -> List[Finding]:
     valid = vv.kv_cache_dtypes
     return [
-        finding_entry(
+        Finding(
             "kv-cache-dtype",
             "error",
             f"kv_cache_dtype '{kv}' does not exist in vLLM {version_text(vv.number)} (valid: {', '.join(valid)})",
@@ -48,7 +48,7 @@ def _kv_dtype_findings(arch: Mapping[str, Any], s: Mapping[str, Any], kv: str) -
     model_dtype = {"half": "float16", "bf16": "bfloat16", "fp16": "float16"}.get(model_dtype, model_dtype)
     if kv in ("float16", "bfloat16") and model_dtype in ("float16", "bfloat16") and kv != model_dtype:
         findings.append(
-            finding_entry(
+            Finding(
                 "kv-cache-dtype",
                 "error",
                 f"kv_cache_dtype {kv} differs from the model dtype {model_dtype}",
@@ -59,15 +59,13 @@ def _kv_dtype_findings(arch: Mapping[str, Any], s: Mapping[str, Any], kv: str) -
     if arch.get("is_mla") or arch.get("kv_lora_rank"):
         if kv == "nvfp4":
             findings.append(
-                finding_entry(
+                Finding(
                     "kv-cache-dtype", "error", "nvfp4 KV cache is not supported with MLA", "vllm_kv_cache_dtype", "fp8"
                 )
             )
     elif kv in ("fp8_ds_mla", "nvfp4_ds_mla"):
         findings.append(
-            finding_entry(
-                "kv-cache-dtype", "error", f"{kv} is for MLA (DeepSeek) models only", "vllm_kv_cache_dtype", "fp8"
-            )
+            Finding("kv-cache-dtype", "error", f"{kv} is for MLA (DeepSeek) models only", "vllm_kv_cache_dtype", "fp8")
         )
     return findings
 
@@ -82,7 +80,7 @@ def _backend_findings(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any
         entry = BACKENDS.get(name)
         if entry is None or (entry.since and ver < entry.since):
             findings.append(
-                finding_entry(
+                Finding(
                     "attention-backend",
                     "error",
                     f"attention backend '{backend}' does not exist in vLLM {version_text(ver)} "
@@ -95,7 +93,7 @@ def _backend_findings(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any
             reason = entry.refuses(cc, kv, sinks)
             if reason:
                 findings.append(
-                    finding_entry(
+                    Finding(
                         "attention-backend",
                         "error",
                         f"{reason}: vLLM exits with 'Selected backend ... is not valid for this configuration'",
@@ -105,7 +103,7 @@ def _backend_findings(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any
                 )
     elif auto_pick is None:
         findings.append(
-            finding_entry(
+            Finding(
                 "kv-cache-dtype",
                 "error",
                 f"no attention backend of vLLM {version_text(ver)} supports kv_cache_dtype {kv} on compute capability "

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
     first_record_with,
@@ -27,7 +26,7 @@ def check_kv_scales(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, An
     if as_bool(s.get("calculate_kv_scales")):
         if state == "removed":
             findings.append(
-                finding_entry(
+                Finding(
                     "kv-scales-hybrid",
                     "error",
                     f"--calculate-kv-scales was removed (absent in vLLM {KV_SCALES_GONE}); fp8 KV scales come "
@@ -39,7 +38,7 @@ def check_kv_scales(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, An
         elif hybrid and str(s.get("kv_cache_dtype") or "auto").startswith("fp8"):
             severity = "error" if state == "present" else "warning"
             findings.append(
-                finding_entry(
+                Finding(
                     "kv-scales-hybrid",
                     severity,
                     "dynamic fp8 KV scales are computed from a dummy pass in which the Gated-DeltaNet/Mamba layers "
@@ -53,7 +52,7 @@ def check_kv_scales(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, An
             )
         elif state == "unverified":
             findings.append(
-                finding_entry(
+                Finding(
                     "kv-scales-hybrid",
                     "warning",
                     f"--calculate-kv-scales is deprecated and not verified to exist in vLLM {version_text(ver)}",
@@ -63,7 +62,7 @@ def check_kv_scales(vv: VllmVersion, arch: Mapping[str, Any], s: Mapping[str, An
             )
     if hybrid and quant.get("kv_cache_dtype") and str(s.get("kv_cache_dtype") or "auto").startswith("fp8"):
         findings.append(
-            finding_entry(
+            Finding(
                 "kv-scales-hybrid",
                 "warning",
                 "the checkpoint ships static fp8 KV scales calibrated on a hybrid (GDN/Mamba) model; such scales "

@@ -7,9 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import (
     VllmVersion,
 )
@@ -92,7 +91,7 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
     findings = []
     if layout and layout.get("fits") is False:
         findings.append(
-            finding_entry(
+            Finding(
                 "memory-fit",
                 "error",
                 f"the model does not fit the GPUs in layout TP={layout.get('tensor_parallel_size')} "
@@ -122,7 +121,7 @@ def check_memory(s: Mapping[str, Any], budget: Mapping[str, Any], layout: Mappin
         elif ident == "vllm_gdn_prefill_unprofiled":
             variable = "vllm_max_num_batched_tokens"
         check = BUDGET_FACT_FINDINGS.get(ident, "memory-fit")
-        findings.append(finding_entry(check, item.get("severity", "error"), item["message"], variable, suggested))
+        findings.append(Finding(check, item.get("severity", "error"), item["message"], variable, suggested))
     return findings
 
 
@@ -161,7 +160,7 @@ def _state_warning(seqs: int, limit: Tuple[int, int], blocks: int, budget: Mappi
             f"{seqs} running sequences pin {pinned} of the {blocks} KV cache blocks {state}, leaving less "
             "than half for attention tokens: long requests get preempted and memory runs short."
         )
-    return finding_entry(
+    return Finding(
         "max-num-seqs",
         "warning",
         f"{effect} The most sequences whose state leaves half of the blocks to attention tokens pass (fewer "
@@ -184,7 +183,7 @@ def check_max_num_seqs(
     seqs = int(seqs)
     if batched and int(batched) < seqs:
         findings.append(
-            finding_entry(
+            Finding(
                 "max-num-seqs",
                 "error",
                 f"max_num_batched_tokens ({batched}) must be >= max_num_seqs ({seqs}): vLLM refuses to start",
@@ -196,7 +195,7 @@ def check_max_num_seqs(
     eager = as_bool(s.get("enforce_eager"))
     if hybrid and blocks is not None and not eager and vv.mamba_blocks_cudagraph_error and seqs > int(blocks):
         findings.append(
-            finding_entry(
+            Finding(
                 "max-num-seqs",
                 "error",
                 f"max_num_seqs ({seqs}) exceeds the {blocks} Mamba cache blocks: CUDA graph capture cannot proceed"
@@ -214,7 +213,7 @@ def check_max_num_seqs(
     concurrency = budget.get("max_concurrency")
     if concurrency is not None and seqs > max(1, math.floor(float(concurrency))):
         findings.append(
-            finding_entry(
+            Finding(
                 "max-num-seqs",
                 "info",
                 f"the KV cache holds {float(concurrency):.2f} sequences of max_model_len at once; with max_num_seqs "

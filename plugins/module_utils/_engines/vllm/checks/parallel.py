@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.parallelism import (
     ParallelDims,
     fp8_block_split_fails,
@@ -29,7 +28,7 @@ def check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mappin
     for problem in layout.get("problems", []):
         seen.add(problem["message"])
         findings.append(
-            finding_entry(
+            Finding(
                 "tensor-parallel-divisibility",
                 problem.get("severity", "error"),
                 problem["message"],
@@ -48,16 +47,14 @@ def check_parallel(arch: Mapping[str, Any], s: Mapping[str, Any], layout: Mappin
             variable, suggested = "vllm_enable_expert_parallel", True
         else:
             variable, suggested = "vllm_tensor_parallel_size", max([t for t in valid_tps if t <= tp] or [1])
-        findings.append(finding_entry("tensor-parallel-divisibility", "error", text, variable, suggested))
+        findings.append(Finding("tensor-parallel-divisibility", "error", text, variable, suggested))
     for message in pipeline_parallel_problems(dims, pp):
         text = f"pipeline_parallel_size {pp}: {message}"
         if text not in seen:
-            findings.append(
-                finding_entry("tensor-parallel-divisibility", "error", text, "vllm_pipeline_parallel_size", 1)
-            )
+            findings.append(Finding("tensor-parallel-divisibility", "error", text, "vllm_pipeline_parallel_size", 1))
     if ep and not fp8_block_split_fails(dims, tp) and not dims.num_experts:
         findings.append(
-            finding_entry(
+            Finding(
                 "tensor-parallel-divisibility",
                 "warning",
                 "expert parallel is on but the model has no experts",

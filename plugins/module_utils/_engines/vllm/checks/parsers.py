@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.plain import as_bool
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.common import (
@@ -19,7 +19,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
     FAMILIES,
     REASONING_PARSERS,
     TOOL_PARSERS,
-    Finding,
     Version,
 )
 
@@ -31,7 +30,7 @@ def _parser_presence_finding(
     if present is True:
         return None
     if present is None:
-        return finding_entry(
+        return Finding(
             check_id,
             "warning",
             f"parser '{name}' is not verified for vLLM {version_text(ver)} (checked releases: "
@@ -40,7 +39,7 @@ def _parser_presence_finding(
             suggested,
         )
     known = name in table
-    return finding_entry(
+    return Finding(
         check_id,
         "error",
         f"vLLM {version_text(ver)} has no parser '{name}'"
@@ -60,7 +59,7 @@ def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], r
     auto_tool = as_bool(s.get("enable_auto_tool_choice"))
     if auto_tool and not tool:
         findings.append(
-            finding_entry(
+            Finding(
                 "tool-call-parser",
                 "error",
                 "vllm_enable_auto_tool_choice needs vllm_tool_call_parser (vLLM exits: "
@@ -77,7 +76,7 @@ def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], r
             findings.append(problem)
         if family and family.tool and tool not in family.tool:
             findings.append(
-                finding_entry(
+                Finding(
                     "tool-call-parser",
                     "error",
                     f"tool-call parser '{tool}' does not match the {family.name} family ({family.note}); "
@@ -100,5 +99,5 @@ def check_parsers(ver: Version, arch: Mapping[str, Any], s: Mapping[str, Any], r
                 message = f"reasoning parser '{reasoning}' does not match the {family.name} family; use '{best}'"
             else:
                 message = f"the {family.name} family does not emit reasoning blocks; drop the reasoning parser"
-            findings.append(finding_entry("reasoning-parser", "warning", message, "vllm_reasoning_parser", best))
+            findings.append(Finding("reasoning-parser", "warning", message, "vllm_reasoning_parser", best))
     return findings

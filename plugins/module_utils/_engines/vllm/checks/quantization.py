@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ansible_collections.inferops.llm.plugins.module_utils._core.findings import finding_entry
+from ansible_collections.inferops.llm.plugins.module_utils._core.findings import Finding
 from ansible_collections.inferops.llm.plugins.module_utils._core.versions import version_text
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.tables import (
     SCHEME_MIN_CAPABILITY,
-    Finding,
     Version,
     quant_min_capability,
 )
@@ -26,7 +25,7 @@ def check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format: 
     fmt = model_format.lower()
     if (fmt == "gguf" or method == "gguf") and not vv.gguf_supported:
         return [
-            finding_entry(
+            Finding(
                 "engine-format",
                 "error",
                 f"vLLM {version_text(ver)} has no GGUF loader (removed in 0.24.0): serve a safetensors checkpoint "
@@ -37,7 +36,7 @@ def check_engine_format(vv: VllmVersion, arch: Mapping[str, Any], model_format: 
         ]
     if (fmt == "bitsandbytes" or method == "bitsandbytes") and not vv.bitsandbytes_supported:
         return [
-            finding_entry(
+            Finding(
                 "engine-format",
                 "error",
                 f"vLLM {version_text(ver)} has no bitsandbytes quantization (removed in 0.28.0): use an AWQ/GPTQ/FP8 "
@@ -61,7 +60,7 @@ def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, An
             need = max(need, SCHEME_MIN_CAPABILITY.get(str(quant.get("scheme")), 0))
         if cc < need:
             findings.append(
-                finding_entry(
+                Finding(
                     "quantization-capability",
                     "error",
                     f"quantization {method} needs compute capability {need / 10:.1f}, the GPUs have {cc / 10:.1f}: "
@@ -72,7 +71,7 @@ def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, An
             )
         elif quant.get("scheme") == "nvfp4" and cc < 100:
             findings.append(
-                finding_entry(
+                Finding(
                     "quantization-capability",
                     "info",
                     f"NVFP4 runs as Marlin W4A16 emulation on compute capability {cc / 10:.1f} (native FP4 GEMMs "
@@ -83,7 +82,7 @@ def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, An
             )
         elif quant.get("scheme") in ("fp8", "fp8_block") and cc < 89:
             findings.append(
-                finding_entry(
+                Finding(
                     "quantization-capability",
                     "info",
                     f"FP8 weights run weight-only (W8A16 Marlin) on compute capability {cc / 10:.1f}",
@@ -94,7 +93,7 @@ def check_quantization(ver: Version, arch: Mapping[str, Any], s: Mapping[str, An
     dtype = str(s.get("dtype") or arch.get("dtype") or "auto").lower()
     if cc < 80 and dtype in ("bfloat16", "bf16", "auto") and str(arch.get("dtype")).lower() in ("bfloat16", "bf16"):
         findings.append(
-            finding_entry(
+            Finding(
                 "quantization-capability",
                 "error",
                 f"bfloat16 needs compute capability 8.0, the GPUs have {cc / 10:.1f}: run in float16",

@@ -22,9 +22,6 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.release
 Version = Tuple[int, int, int]
 
 
-Finding = Dict[str, Any]
-
-
 # Releases whose wheels were read for the parser, KV-dtype and backend tables (research notes section 0/3/4):
 # the records with "registries_read".
 CHECKED_RELEASES: Tuple[Version, ...] = tuple(

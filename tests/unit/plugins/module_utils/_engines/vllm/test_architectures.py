@@ -56,7 +56,7 @@ def test_finding(case):
     if case["status"] == "listed":
         assert found == []
         return
-    (finding,) = found
+    (finding,) = [f.entry() for f in found]  # check_vllm makes the entries; the family returns Finding
     assert finding["id"] == "architecture-unsupported"
     assert "inferops_model Org/Model" in finding["message"] and "vllm_version" in finding["message"]
     assert case["architecture"] in finding["message"]
@@ -77,7 +77,7 @@ def test_vllm_serves_the_first_class_its_registry_lists(case):
     if case["severity"] == "none":
         assert found == []
         return
-    (finding,) = found
+    (finding,) = [f.entry() for f in found]  # check_vllm makes the entries; the family returns Finding
     assert finding["id"] == "architecture-unsupported" and finding["severity"] == case["severity"]
     assert names[0] in finding["message"] and "vllm_version" in finding["message"]
     if case["severity"] == "info" and case.get("converted"):
