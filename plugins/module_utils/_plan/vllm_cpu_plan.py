@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB, gib
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import format_capacity_log
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_release
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import vllm_version
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SettingsContext,
@@ -143,8 +143,8 @@ def vllm_cpu_plan(
         {"VLLM_CPU_KVCACHE_SPACE": str(space), "VLLM_CPU_OMP_THREADS_BIND": "auto"}, {}, inputs.environment
     )
     findings = plan_findings(
-        check_vllm(
-            version=version,
+        check_release(
+            ctx.version,
             model=architecture,
             settings={name: entry["value"] for name, entry in settings.items()},
             gpus=[],

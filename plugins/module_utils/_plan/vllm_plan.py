@@ -12,7 +12,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._core.units import gi
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.budget import (
     cuda_total_bytes_from_nvidia_smi,
 )
-from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_vllm
+from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks import check_release
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.memory import BUDGET_FACT_FINDINGS
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.settings import (
     SWITCH_OFF,
@@ -261,8 +261,8 @@ def vllm_plan(
             "ray", "chosen", f"one deployment over the {cluster.nnodes} nodes of Ray cluster {cluster.name}"
         )
     findings = plan_findings(
-        check_vllm(
-            version=ctx.version,
+        check_release(
+            ctx.version,
             model=architecture,
             settings=resolved_values,
             gpus=used,

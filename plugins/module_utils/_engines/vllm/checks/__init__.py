@@ -2,7 +2,8 @@
 # Apache License 2.0 (see LICENSE)
 """Compatibility checks of model x vLLM version x GPUs x settings, run before any service starts.
 
-``check_vllm(...) -> list[dict]``: every finding is ``{"id", "severity", "message", "variable", "suggested"}``;
+``check_vllm(...) -> list[dict]`` (``check_release`` when the release is resolved already): every finding is
+``{"id", "severity", "message", "variable", "suggested"}``;
 the ids are registered in _core/findings.py and documented in docs/checks.md. One module per family.
 """
 
@@ -73,6 +74,34 @@ def check_vllm(
     vv = version
     if not isinstance(vv, VllmVersion):
         vv = vllm_version(version)
+    return check_release(
+        vv,
+        model=model,
+        settings=settings,
+        gpus=gpus,
+        repo=repo,
+        model_format=model_format,
+        layout=layout,
+        budget=budget,
+        env=env,
+        driver=driver,
+    )
+
+
+def check_release(
+    vv: VllmVersion,
+    *,
+    model: Any,
+    settings: Mapping[str, Any],
+    gpus: Sequence[Mapping[str, Any]],
+    repo: str = "",
+    model_format: str = "safetensors",
+    layout: Optional[Mapping[str, Any]] = None,
+    budget: Optional[Mapping[str, Any]] = None,
+    env: Optional[Mapping[str, Any]] = None,
+    driver: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    """check_vllm of the release a planner resolved already (its VllmVersion): nothing is parsed again."""
     ver = vv.number
     arch = as_dict(model)
     s = dict(settings)
