@@ -11,8 +11,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.release
     engine_cuda,
 )
 from ansible_collections.inferops.llm.plugins.module_utils._hardware.nvidia_drivers import (
-    branch_of,
-    driver_at_least,
+    driver_shortfall,
     minimum_driver_for,
 )
 
@@ -31,8 +30,8 @@ def check_driver(
     cuda, source = engine_cuda(vllm_version, driver.get("cuda"))
     need = minimum_driver_for(gpus=gpus, cuda_version=cuda, cuda_source=source)
     minimum = need["minimum_driver"]
-    branch = branch_of(minimum) if minimum else None
-    if not minimum or driver_at_least(driver["version"], minimum):
+    branch = driver_shortfall(driver["version"], minimum) if minimum else None
+    if branch is None:
         return []
     return [
         _finding(

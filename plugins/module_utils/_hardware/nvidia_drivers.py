@@ -205,6 +205,15 @@ def branch_of(version: Any) -> str:
     return str(driver_version_tuple(version)[0])
 
 
+def driver_shortfall(installed: Any, minimum: Any) -> Optional[str]:
+    """None when the installed driver is at least ``minimum``, else the branch of ``minimum`` (branch_of): each
+    version parsed once (driver_at_least and branch_of would parse ``minimum`` twice)."""
+    needed = driver_version_tuple(minimum)
+    if driver_version_tuple(installed) >= needed:
+        return None
+    return str(needed[0])
+
+
 def _cuda_key(cuda_version: Any) -> str:
     match = re.fullmatch(r"\s*(?:cu)?(\d+)\.?(\d+)(?:\.\d+)*\s*", str(cuda_version))
     if not match:
