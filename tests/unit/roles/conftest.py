@@ -12,17 +12,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from real_run import PRELOAD, Runs
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture
-def root_dir():
-    """root_dir(prefix): a new directory under build/ on a path root owns and no one else may write (root_state,
-    which the shared lifecycle runs, checks every component); removed after the test. Skips where the checkout's
-    path is not root's alone."""
-    made = []
-
+def _root_dirs(made: list):
     def make(prefix: str) -> Path:
         base = ROOT / "build"
         base.mkdir(exist_ok=True)
@@ -35,27 +30,65 @@ def root_dir():
         made.append(path)
         return path
 
-    yield make
+    return make
+
+
+@pytest.fixture
+def root_dir():
+    """root_dir(prefix): a new directory under build/ on a path root owns and no one else may write (root_state,
+    which the shared lifecycle runs, checks every component); removed after the test. Skips where the checkout's
+    path is not root's alone."""
+    made = []
+    yield _root_dirs(made)
     for path in made:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def root_dir_module():
+    """As root_dir, for the cases of a module that run in one ansible-playbook: removed after the module."""
+    made = []
+    yield _root_dirs(made)
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _env(tmp_path: Path) -> dict:
+    collections = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+                NO_COLOR="1", **PRELOAD)  # fmt: skip
 
 
 @pytest.fixture
 def playbook(tmp_path):
     """playbook(text, extra_vars): runs ansible-playbook on localhost (local connection, this Python) with the
     checkout's collection and the roles under tmp_path/roles; returns the completed process."""
-    collections = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 
     def run(text: str, extra_vars: dict) -> subprocess.CompletedProcess:
         path = tmp_path / "play.yml"
         path.write_text(text)
         extra = tmp_path / "vars.json"
         extra.write_text(json.dumps({**extra_vars, "ansible_python_interpreter": sys.executable}))
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-                   ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-                   NO_COLOR="1")  # fmt: skip
         argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(path),
                 "-e", f"@{extra}"]  # fmt: skip
-        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        return subprocess.run(argv, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False)
 
     return run
+
+
+@pytest.fixture
+def playbook_runs(tmp_path):
+    """playbook_runs(count): ``count`` runs of the role tmp_path/roles/caller on localhost, one after another in one
+    ansible-playbook (real_run.Runs: ``.run(variables)`` returns each run's completed process); stopped after."""
+    started = []
+
+    def start(count: int) -> Runs:
+        argv = [str(Path(sys.executable).parent / "ansible-playbook")]
+        env = dict(_env(tmp_path), ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+        started.append(Runs(tmp_path / "runs", count, argv, env, ROOT))
+        return started[-1]
+
+    yield start
+    for runs in started:
+        runs.close()

@@ -1,11 +1,15 @@
 """roles/_common drain and undrain (the engines' shared drain from the gateways): real runs, cases in drain_cases.yml.
 
-A real ansible-playbook on localhost includes ``tasks_from: drain`` and ``tasks_from: undrain`` from a caller role,
-as the vllm and ollama roles do, with localhost as the gateway (the tasks delegate to it) and a temporary directory in
-place of the gateway's /run/inferops-drain. A fixture engine serves /metrics with running and waiting counts that
-change from read to read, and /health; for the kind ``connections`` the test holds a TCP connection to it open.
-Checked: the drain file between the two steps and at the end, its owner and mode, how often /metrics was read, the
-time the drain waited, the message, and that a key sent for /metrics never shows. Root only: the file is root's.
+One real ansible-playbook on localhost runs every case, each as an inventory host of its own (a local connection,
+named caseNN) that includes ``tasks_from: drain`` and ``tasks_from: undrain`` from a caller role, as the vllm and
+ollama roles do, with localhost as the gateway (the tasks delegate to it) and a temporary directory of the case's in
+place of the gateway's /run/inferops-drain. The cases run side by side (strategy free: each host goes on with its
+own next task, so that what one case waits for does not show in another's times), except the drain in a handler,
+which runs in a play of its own with the linear strategy, as the vllm role's does. Each case has a fixture engine of
+its own that serves /metrics with running and waiting counts that change from read to read, and /health; for the
+kind ``connections`` the test holds a TCP connection to it open. Checked per case: the drain file between the two
+steps and at the end, its owner and mode, how often /metrics was read, the time the drain waited, the case's
+messages, whether its host failed, and that a key sent for /metrics never shows. Root only: the file is root's.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import re
 import socket
 import stat
 import subprocess
@@ -24,14 +27,23 @@ from pathlib import Path
 
 import pytest
 import yaml
+from real_run import PRELOAD, by_host, recap, shown
 
 ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 CASES = yaml.safe_load((Path(__file__).parent / "drain_cases.yml").read_text(encoding="utf-8"))["cases"]
+# The inventory host of each case: the drain file is named after it.
+HOSTS = {case["name"]: f"case{number:02d}" for number, case in enumerate(CASES)}
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the drain writes root's files (run as root)")
 
 CALLER = """
+# drain.yml sets _common_drain_dir in its block's vars; a set_fact outranks those (as the extra var of a run of one
+# case did), and differs from host to host.
+- name: The gateway's drain directory of this case
+  ansible.builtin.set_fact:
+    _common_drain_dir: "{{ test_drain_dir }}"
+
 - name: Ask for the drain in a handler, as the vllm role's restart does
   ansible.builtin.command: "true"
   changed_when: true
@@ -83,8 +95,15 @@ DRAIN_BY_PATH = """
     _common_drain: "{{ test_drain }}"
 """
 
+# The cases side by side first: a play whose every host failed would end the playbook before the next play.
 PLAYBOOK = """
-- hosts: localhost
+- hosts: side_by_side
+  gather_facts: false
+  strategy: free
+  roles:
+    - caller
+
+- hosts: in_handler
   gather_facts: false
   roles:
     - caller
@@ -92,6 +111,8 @@ PLAYBOOK = """
 
 
 class _Engine(http.server.BaseHTTPRequestHandler):
+    """A fixture engine; each case serves a subclass with its own reads and counts (_engine_of)."""
+
     reads: list = []
     health = 200
     require_key = ""
@@ -105,7 +126,7 @@ class _Engine(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if self.path != "/metrics" or (self.require_key and self.headers.get("Authorization") != self.require_key):
-            _Engine.refused += self.path == "/metrics"
+            type(self).refused += self.path == "/metrics"
             self.send_response(404 if self.path != "/metrics" else 401)
             self.end_headers()
             return
@@ -128,13 +149,13 @@ class _Engine(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def engine(serve):
-    return serve(_Engine)
+def _engine_of(case: dict) -> type[_Engine]:
+    return type("Engine", (_Engine,), {"reads": case["reads"], "seen": [], "refused": 0,
+                                       "health": case.get("health", 200), "require_key": case.get("require_key", ""),
+                                       "slow_s": case.get("slow_s", 0)})  # fmt: skip
 
 
-def _run(tmp_path, case, port):
-    drain_dir = tmp_path / "run-inferops-drain"
+def _host_vars(case: dict, port: int, drain_dir: Path) -> dict:
     drain = {"prefix": "test", "name": "Test", "service": "test-engine", **case["drain"]}
     drain["gateways"] = case.get("gateways", ["localhost"])
     drain["in_flight"] = dict(drain["in_flight"])
@@ -144,31 +165,8 @@ def _run(tmp_path, case, port):
         drain["in_flight"]["port"] = port
     if "health" in drain:
         drain["health"] = {**drain["health"], "url": f"http://127.0.0.1:{port}/health"}
-    tasks = tmp_path / "roles" / "caller" / "tasks"
-    tasks.mkdir(parents=True)
-    (tasks / "main.yml").write_text(CALLER)
-    (tasks / "drain_by_path.yml").write_text(DRAIN_BY_PATH)
-    (tasks.parent / "handlers").mkdir()
-    (tasks.parent / "handlers" / "main.yml").write_text(HANDLERS)
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"test_drain": drain, "test_steps": case["steps"],
-                                 "test_common": str(ROOT / "roles" / "_common"), "_common_drain_dir": str(drain_dir),
-                                 "test_in_handler": case.get("in_handler", False),
-                                 "ansible_python_interpreter": sys.executable}))  # fmt: skip
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # fmt: skip
-    binary = Path(sys.executable).parent / "ansible-playbook"
-    argv = [str(binary), "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", f"@{extra}"]
-    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    return result, _shown(result.stdout, "TEST-BETWEEN"), drain_dir
-
-
-def _shown(stdout, marker):
-    """The JSON a debug task showed as ``marker {...}`` (the default callback's JSON result format), else None."""
-    found = re.findall(r'^\s*"msg": "' + marker + r' (.*)"$', stdout, re.MULTILINE)
-    return json.loads(json.loads(f'"{found[-1]}"')) if found else None
+    return {"test_drain": drain, "test_steps": case["steps"], "test_drain_dir": str(drain_dir),
+            "test_in_handler": case.get("in_handler", False)}  # fmt: skip
 
 
 def _hold(port, seconds, drain_file):
@@ -188,45 +186,82 @@ def _hold(port, seconds, drain_file):
     return thread
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
-def test_drain_and_put_back(tmp_path, engine, case):
-    _Engine.reads, _Engine.seen, _Engine.refused = case["reads"], [], 0
-    _Engine.health, _Engine.require_key = case.get("health", 200), case.get("require_key", "")
-    _Engine.slow_s = case.get("slow_s", 0)
-    port = engine.server_address[1]
-    drain_file = tmp_path / "run-inferops-drain" / "localhost"
-    timer = _hold(port, case["hold_connection_s"], drain_file) if case.get("hold_connection_s") else None
+@pytest.fixture(scope="module")
+def drained(tmp_path_factory, serve_module):
+    """Runs every case in one ansible-playbook; by case name: its host, engine, drain directory, and the run."""
+    tmp_path = tmp_path_factory.mktemp("drain")
+    tasks = tmp_path / "roles" / "caller" / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "main.yml").write_text(CALLER)
+    (tasks / "drain_by_path.yml").write_text(DRAIN_BY_PATH)
+    (tasks.parent / "handlers").mkdir()
+    (tasks.parent / "handlers" / "main.yml").write_text(HANDLERS)
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    groups = {"side_by_side": {"hosts": {}}, "in_handler": {"hosts": {}}}
+    runs, timers = {}, []
+    for case in CASES:
+        host = HOSTS[case["name"]]
+        engine = _engine_of(case)
+        port = serve_module(engine).server_address[1]
+        drain_dir = tmp_path / host / "run-inferops-drain"
+        group = "in_handler" if case.get("in_handler") else "side_by_side"
+        groups[group]["hosts"][host] = _host_vars(case, port, drain_dir)
+        runs[case["name"]] = {"host": host, "engine": engine, "drain_dir": drain_dir}
+        if case.get("hold_connection_s"):
+            timers.append(_hold(port, case["hold_connection_s"], drain_dir / host))
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                                  "test_common": str(ROOT / "roles" / "_common")},
+                         "children": groups}}  # fmt: skip
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **PRELOAD)  # fmt: skip
+    binary = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(binary), "-i", str(tmp_path / "inventory.json"), str(tmp_path / "play.yml")]
     try:
-        result, between, drain_dir = _run(tmp_path, case, port)
+        result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     finally:
-        if timer:
+        for timer in timers:
             timer.join()
-    output = result.stdout + result.stderr
+    hosts, failed = by_host(result.stdout), recap(result.stdout)
+    for run in runs.values():
+        run.update(result=result, output=hosts.get(run["host"], ""), failed=failed.get(run["host"]))
+    return runs
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
+def test_drain_and_put_back(drained, case):
+    run = drained[case["name"]]
+    result, output, engine, drain_dir = run["result"], run["output"], run["engine"], run["drain_dir"]
+    whole = result.stdout + result.stderr
+    shows = f"{output[-3000:]}\n-- the run's end:\n{whole[-1500:]}"
+    assert result.returncode in (0, 2), whole[-3000:]  # 2: a host failed
     expect = case["expect"]
-    assert (result.returncode != 0) == expect.get("failed", False), output[-3000:]
-    assert between is not None, output[-3000:]
-    drain_file = drain_dir / "localhost"
-    assert between["exists"] == expect["between"], output[-3000:]
-    assert drain_file.exists() == expect["end"], output[-3000:]
+    assert run["failed"] == expect.get("failed", False), shows
+    between = shown(output, "TEST-BETWEEN")
+    assert between is not None, shows
+    drain_file = drain_dir / run["host"]
+    assert between["exists"] == expect["between"], shows
+    assert drain_file.exists() == expect["end"], shows
     if expect["between"]:
         assert (between["uid"], between["mode"]) == (0, "0644")
         assert stat.S_IMODE(drain_dir.stat().st_mode) == 0o755
         assert between["drained"] == {"from": ["localhost"], "file": str(drain_file)}
         assert drain_file.exists() or "undrain" in case["steps"]
     if expect.get("end") and drain_file.exists():
-        assert drain_file.read_text() == "test-engine on localhost drained for a restart by inferops.llm.test\n"
+        assert drain_file.read_text() == f"test-engine on {run['host']} drained for a restart by inferops.llm.test\n"
     if expect.get("no_dir"):
         assert not drain_dir.exists()
-    assert expect.get("min_reads", 0) <= len(_Engine.seen) <= expect.get("max_reads", 1000), output[-3000:]
+    assert expect.get("min_reads", 0) <= len(engine.seen) <= expect.get("max_reads", 1000), shows
     if expect.get("min_seconds"):
-        assert between["seconds"] >= expect["min_seconds"], output[-3000:]
+        assert between["seconds"] >= expect["min_seconds"], shows
     if expect.get("message"):
-        assert expect["message"] in output, output[-3000:]
+        assert expect["message"] in output, shows
     if case.get("require_key"):
-        assert set(_Engine.seen) <= {case["require_key"]}
-        assert "sk-test-drain-" not in output
+        assert set(engine.seen) <= {case["require_key"]}
+        assert "sk-test-drain-" not in whole  # in no case's output
     if case.get("refused_key"):
-        assert _Engine.refused >= 1, output[-3000:]
+        assert engine.refused >= 1, shows
 
 
 def test_the_engine_roles_drain_through_the_shared_tasks():
@@ -289,12 +324,11 @@ DRIVER_PLAY = """
 """
 
 
-def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tmp_path, engine):
+def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tmp_path, serve):
     """As roles/nvidia_driver/tasks/reboot.yml: the vllm role's tasks/drain.yml -> _common, with --tags driver and the
     role's own variables; then site.yml's put-back waits for vLLM's /health. The host is the engine and its gateway."""
-    _Engine.reads, _Engine.seen, _Engine.health, _Engine.require_key = [[1, 0], [0, 0]], [], 200, ""
-    _Engine.slow_s = 0
-    port = engine.server_address[1]
+    engine = _engine_of({"reads": [[1, 0], [0, 0]]})
+    port = serve(engine).server_address[1]
     drain_dir = tmp_path / "run-inferops-drain"
     (tmp_path / "play.yml").write_text(DRIVER_PLAY)
     inventory = {"all": {"children": {"engine": {"hosts": {"localhost": {
@@ -313,9 +347,9 @@ def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tm
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    between = _shown(result.stdout, "TEST-BETWEEN")
+    between = shown(result.stdout, "TEST-BETWEEN")
     assert between is not None and between["exists"] is True, output[-4000:]
-    assert len(_Engine.seen) == 2, output[-4000:]  # /metrics until nothing was in flight
+    assert len(engine.seen) == 2, output[-4000:]  # /metrics until nothing was in flight
     assert "Drained vLLM from localhost in" in output and "nothing in flight" in output, output[-4000:]
     assert between["text"] == (
         "vllm on localhost drained for a reboot for NVIDIA driver 580.95.05 by inferops.llm.vllm\n"

@@ -1,7 +1,7 @@
 """roles/_common install_archive, snapshot and prune for a release archive (the ollama role's lifecycle): real runs.
 
-A real ansible-playbook on localhost includes ``tasks_from: install_archive`` (then ``snapshot``) from a caller
-role, as the ollama role does, with archives built here (a ``bin/svc`` program and a library file, tar + gzip) copied
+Real runs on localhost include ``tasks_from: install_archive`` (then ``snapshot``) from a caller role, as the
+ollama role does, with archives built here (a ``bin/svc`` program and a library file, tar + gzip) copied
 from the controller (``archive.local_path``). Checked on disk: the version directory under ``envs`` with the archive
 unpacked and its marker, the ``current`` link, the snapshot's ``env`` link and unit copy (no secrets), which version
 directories prune keeps, and that a kept version is used again without its archive (the path given does not exist).
@@ -19,6 +19,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from real_run import shown
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the install writes root's files (run as root)")
 
@@ -38,18 +39,10 @@ CALLER = """
     _common_lifecycle: "{{ test_lifecycle }}"
   when: test_snapshot
 
+# Shown, not written to a file: a debug runs no module on the host (a copy runs two, about 0.7 s of CPU).
 - name: Report whether current moved
-  ansible.builtin.copy:
-    content: "{{ {'current_changed': __common_current is changed} | to_json }}"
-    dest: "{{ test_report }}"
-    mode: "0644"
-"""
-
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  roles:
-    - caller
+  ansible.builtin.debug:
+    msg: "TEST-REPORT {{ {'current_changed': __common_current is changed} | to_json }}"
 """
 
 
@@ -76,7 +69,13 @@ def host(tmp_path, root_dir):
     yield {"base": base, "install": base / "install", "rollback": base / "rollback" / "svc", "archives": archives}
 
 
-def _run(tmp_path, playbook, host, version, local_path, sha256, snapshot=False, keep=2):
+def _caller(tmp_path):
+    tasks = tmp_path / "roles" / "caller" / "tasks"
+    tasks.mkdir(parents=True, exist_ok=True)
+    (tasks / "main.yml").write_text(CALLER)
+
+
+def _run(tmp_path, runs, host, version, local_path, sha256, snapshot=False, keep=2):
     lifecycle = {
         "name": "Svc", "service": "svc", "version": version, "install_dir": str(host["install"]),
         "archive": {"name": "svc.tgz", "url": "http://127.0.0.1:9/never", "local_path": str(local_path),
@@ -85,36 +84,34 @@ def _run(tmp_path, playbook, host, version, local_path, sha256, snapshot=False, 
         "rollback_files": [{"src": str(host["base"] / "etc" / "svc.service"), "name": "svc.service",
                             "group": "root", "mode": "0644"}],
     }  # fmt: skip
-    tasks = tmp_path / "roles" / "caller" / "tasks"
-    tasks.mkdir(parents=True, exist_ok=True)
-    (tasks / "main.yml").write_text(CALLER)
-    report = tmp_path / "report.json"
-    report.unlink(missing_ok=True)
-    result = playbook(PLAYBOOK, {"test_lifecycle": lifecycle, "test_snapshot": snapshot, "test_report": str(report)})
+    result = runs.run({"test_lifecycle": lifecycle, "test_snapshot": snapshot})
     output = result.stdout + result.stderr
-    return result.returncode, output, json.loads(report.read_text()) if report.exists() else None
+    return result.returncode, output, shown(result.stdout, "TEST-REPORT")
 
 
 def _envs(host) -> list[str]:
     return sorted(path.name for path in (host["install"] / "envs").iterdir())
 
 
-def _install(tmp_path, playbook, host, version, snapshot=True, executable=True, sha256=None):
+def _install(tmp_path, runs, host, version, snapshot=True, executable=True, sha256=None):
     """Installs a fresh archive of the version (of another sha256 where given), returns rc, output, report."""
     archive, real_sha256 = _archive(host["archives"], version, executable)
-    result = _run(tmp_path, playbook, host, version, archive, sha256 or real_sha256, snapshot=snapshot)
+    result = _run(tmp_path, runs, host, version, archive, sha256 or real_sha256, snapshot=snapshot)
     if result[0] == 0:
         os.utime(host["install"] / "envs" / version, (1000 + float(version), 1000 + float(version)))
     return result
 
 
-def test_one_host_through_install_refusals_rollback_by_pin_and_prune(tmp_path, playbook, host):
-    """One host's life in seven runs of the shared lifecycle (each run costs about 15 s of ansible-playbook, so the
-    cases share the host): an install, two refused changes that leave it as it was, a second version, the first
-    one again from its kept directory without its archive, and a third that prunes to keep_versions."""
+def test_one_host_through_install_refusals_rollback_by_pin_and_prune(tmp_path, playbook_runs, host):
+    """One host's life in seven runs of the shared lifecycle (each run costs about 15 s, so the cases share the host,
+    and the runs are the plays of one ansible-playbook: real_run.Runs): an install, two refused changes that leave
+    it as it was, a second version, the first one again from its kept directory without its archive, and a third
+    that prunes to keep_versions."""
+    _caller(tmp_path)
+    runs = playbook_runs(7)
     env_1 = host["install"] / "envs" / "1.0"
     # 1. the archive is unpacked into its version directory and current points at it
-    rc, output, report = _install(tmp_path, playbook, host, "1.0")
+    rc, output, report = _install(tmp_path, runs, host, "1.0")
     assert rc == 0, output[-3000:]
     assert (env_1 / "bin" / "svc").read_text() == "#!/bin/sh\necho 1.0\n"
     assert (env_1 / "bin" / "svc").stat().st_mode & stat.S_IXUSR
@@ -126,7 +123,7 @@ def test_one_host_through_install_refusals_rollback_by_pin_and_prune(tmp_path, p
     assert list((host["install"] / ".downloads").iterdir()) == []  # the archive is removed once unpacked
 
     # 2. an archive of another sha256 is refused before anything is unpacked
-    rc, output, _report = _install(tmp_path, playbook, host, "3.0", sha256=sha_1)
+    rc, output, _report = _install(tmp_path, runs, host, "3.0", sha256=sha_1)
     assert rc != 0
     other = hashlib.sha256((host["archives"] / "svc-3.0.tgz").read_bytes()).hexdigest()
     assert f"svc.tgz has sha256 {other}, expected {sha_1}" in output
@@ -135,27 +132,27 @@ def test_one_host_through_install_refusals_rollback_by_pin_and_prune(tmp_path, p
     assert os.readlink(host["install"] / "current") == str(env_1)
 
     # 3. an archive without its program leaves no marker, and current where it was
-    rc, output, _report = _install(tmp_path, playbook, host, "2.0", executable=False)
+    rc, output, _report = _install(tmp_path, runs, host, "2.0", executable=False)
     assert rc != 0, output[-3000:]
     assert "Check the unpacked program, bin/svc" in output
     assert not (host["install"] / "envs" / "2.0" / "inferops-install.json").exists()
     assert os.readlink(host["install"] / "current") == str(env_1)
 
     # 4. the same version again, whole: the partly unpacked directory is replaced
-    rc, output, _report = _install(tmp_path, playbook, host, "2.0")
+    rc, output, _report = _install(tmp_path, runs, host, "2.0")
     assert rc == 0, output[-3000:]
     assert os.readlink(host["install"] / "current") == str(host["install"] / "envs" / "2.0")
 
     # 5. a rollback by changing the pinned version back: the directory's marker matches, nothing is fetched
-    rc, output, report = _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)
+    rc, output, report = _run(tmp_path, runs, host, "1.0", host["archives"] / "gone.tgz", sha_1)
     assert rc == 0, output[-3000:]
     assert os.readlink(host["install"] / "current") == str(env_1)
     assert report == {"current_changed": True}
     # the same again changes nothing
-    assert _run(tmp_path, playbook, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
+    assert _run(tmp_path, runs, host, "1.0", host["archives"] / "gone.tgz", sha_1)[2] == {"current_changed": False}
 
     # 6. the snapshot keeps the unit and the version without secrets, and prune keeps keep_versions
-    rc, output, _report = _install(tmp_path, playbook, host, "3.0")
+    rc, output, _report = _install(tmp_path, runs, host, "3.0")
     assert rc == 0, output[-3000:]
     snapshot = host["rollback"]
     assert sorted(path.name for path in snapshot.iterdir()) == ["env", "svc.service"]

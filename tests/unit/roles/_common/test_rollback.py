@@ -1,24 +1,31 @@
 """roles/_common rollback and restore (the shared lifecycle of the vllm, gateway, ray and ollama roles): real runs.
 
-A real ansible-playbook on localhost includes ``tasks_from: rollback`` from a caller role's rescue, as the vllm and
-gateway roles do, with a systemctl and a journalctl on PATH that record their arguments (no systemd here) and a
-local HTTP server as the restored version's health URL. What is checked on disk is the real result: the current
-link, the restored files with their owner, group and mode, secrets.env, and the message the play fails with.
-Root only: the rollback copies files to owner root, and root_state accepts only a root-owned path.
+One real ansible-playbook on localhost runs every case (CASES), each as an inventory host of its own (a local
+connection) with a service tree of its own, side by side: each includes ``tasks_from: rollback`` from a caller role's
+rescue, as the vllm and gateway roles do, with a systemctl and a journalctl on PATH that record their arguments (no
+systemd here) and a local HTTP server as the restored version's health URL. What is checked on disk is the real
+result: the current link, the restored files with their owner, group and mode, secrets.env, and the message the
+case's host fails with. Root only: the rollback copies files to owner root, and root_state accepts only a root-owned
+path.
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from real_run import PRELOAD, by_host, recap
 
 ROOT = Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "_common"
+COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the rollback writes root's files (run as root)")
 
@@ -39,10 +46,10 @@ CALLER = """
 """
 
 PLAYBOOK = """
-- hosts: localhost
+- hosts: all
   gather_facts: false
   environment:
-    PATH: "{fake}:{{{{ ansible_env_path }}}}"
+    PATH: "{{ test_fake }}:{{ ansible_env_path }}"
   roles:
     - caller
 """
@@ -63,6 +70,17 @@ echo "journalctl $*" >> "{log}"
 echo "svc[1]: OSError: [Errno 98] Address already in use"
 """
 
+# Each case's host before its run: keep (the snapshot's serve.yaml names the health server's port, or port 1 where
+# nothing listens; absent: no snapshot), and the run's options (_lifecycle_vars).
+CASES = {
+    "restored": {"keep": "health"},
+    "stays_down": {"keep": 1, "timeout": 3},
+    "without_health": {"keep": 1, "health": False},
+    "no_snapshot": {},
+    "writable_snapshot": {"keep": "health", "parent_mode": 0o777},
+    "no_secrets": {"keep": "health", "secrets": False},
+}
+
 
 class _Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -73,15 +91,8 @@ class _Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def health_port(serve):
-    return serve(_Health).server_address[1]
-
-
-@pytest.fixture
-def host(tmp_path, root_dir):
+def _host(base: Path, fake_dir: Path) -> dict:
     """The service's layout as the roles leave it after a run that failed its gate, and the snapshot before it."""
-    base = root_dir("test-rollback-")
     envs = base / "install" / "envs"
     for version in ("1.0", "2.0"):
         (envs / version / "bin").mkdir(parents=True)
@@ -94,13 +105,13 @@ def host(tmp_path, root_dir):
     snapshot = base / "rollback" / "svc"
     snapshot.mkdir(parents=True, mode=0o700)
     snapshot.chmod(0o700)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    log = tmp_path / "calls.log"
+    fake = fake_dir / "bin"
+    fake.mkdir(parents=True)
+    log = fake_dir / "calls.log"
     for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
         (fake / name).write_text(text.format(log=log))
         (fake / name).chmod(0o755)
-    yield {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
+    return {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
 
 
 def _keep_snapshot(host, port):
@@ -112,7 +123,7 @@ def _keep_snapshot(host, port):
     (snapshot / "env").symlink_to(host["envs"] / "1.0")
 
 
-def _run(tmp_path, playbook, host, health=True, timeout=20, secrets=True):
+def _lifecycle_vars(host, health=True, timeout=20, secrets=True):
     config = host["config"]
     lifecycle = {
         "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
@@ -131,14 +142,47 @@ def _run(tmp_path, playbook, host, health=True, timeout=20, secrets=True):
         port = "{{ (__common_restored_config | default({})).get('port', 0) }}"
         rollback["health"] = {"url": f"http://127.0.0.1:{port}/health",
                               "config": "serve.yaml", "timeout": timeout, "interval": 1}  # fmt: skip
+    return {"test_lifecycle": lifecycle, "test_rollback": rollback, "test_fake": str(host["fake"])}
+
+
+@pytest.fixture(scope="module")
+def rolled_back(tmp_path_factory, root_dir_module, serve_module):
+    """Runs every case of CASES in one ansible-playbook; by case: its host, the run, its output and its calls."""
+    tmp_path = tmp_path_factory.mktemp("rollback")
+    health_port = serve_module(_Health).server_address[1]
+    hosts, inventory = {}, {}
+    for name, case in CASES.items():
+        host = _host(root_dir_module("test-rollback-"), tmp_path / name)
+        if "keep" in case:
+            _keep_snapshot(host, health_port if case["keep"] == "health" else case["keep"])
+        if "parent_mode" in case:
+            host["snapshot"].parent.chmod(case["parent_mode"])
+        if case.get("secrets") is False:
+            (host["snapshot"] / "secrets.env").unlink()
+        options = {key: case[key] for key in ("health", "timeout", "secrets") if key in case}
+        inventory[name] = _lifecycle_vars(host, **options)
+        hosts[name] = dict(host, health_port=health_port)
     tasks = tmp_path / "roles" / "caller" / "tasks"
     tasks.mkdir(parents=True)
     (tasks / "main.yml").write_text(CALLER)
-    result = playbook(PLAYBOOK.format(fake=host["fake"]), {
-        "test_lifecycle": lifecycle, "test_rollback": rollback,
-        "ansible_env_path": os.environ.get("PATH", "/usr/bin:/bin")})  # fmt: skip
-    calls = host["log"].read_text().splitlines() if host["log"].exists() else []
-    return result, calls
+    (tmp_path / "inventory.json").write_text(json.dumps({"all": {"hosts": inventory, "vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "ansible_env_path": os.environ.get("PATH", "/usr/bin:/bin")}}}))  # fmt: skip
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **PRELOAD)  # fmt: skip
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
+            str(tmp_path / "play.yml")]  # fmt: skip
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    outputs, failed = by_host(result.stdout), recap(result.stdout)
+    end = (result.stdout + result.stderr)[-1500:]
+    for name, host in hosts.items():
+        calls = host["log"].read_text().splitlines() if host["log"].exists() else []
+        output = outputs.get(name, "")
+        host.update(result=result, output=output, failed=failed.get(name), calls=calls,
+                    shows=f"{output[-3000:]}\n-- the run's end:\n{end}")  # fmt: skip
+    return hosts
 
 
 def _mode(path: Path) -> tuple:
@@ -146,16 +190,13 @@ def _mode(path: Path) -> tuple:
     return info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
 
 
-def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_for(
-    tmp_path, playbook, host, health_port
-):
-    _keep_snapshot(host, health_port)
-    result, calls = _run(tmp_path, playbook, host)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-3000:]
+def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_for(rolled_back):
+    host = rolled_back["restored"]
+    output, calls = host["output"], host["calls"]
+    assert host["failed"] is True, host["shows"]
     config = host["config"]
-    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), output[-4000:]
-    assert (config / "serve.yaml").read_text() == f"port: {health_port}\n"
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), host["shows"]
+    assert (config / "serve.yaml").read_text() == f"port: {host['health_port']}\n"
     assert (config / "svc.service").read_text() == "[Service]\nExecStart=/old\n"
     assert (config / "secrets.env").read_text() == "KEY=old\n"
     assert _mode(config / "serve.yaml") == (0, 1, 0o640)  # the daemon group of Debian
@@ -170,66 +211,57 @@ def test_the_snapshot_comes_back_and_the_previous_state_is_restarted_and_waited_
                  "config and unit and restarted them: the service is healthy again", "A note of the caller.",
                  "Last journal lines of the failed start: svc[1]: OSError: [Errno 98] Address already in use",
                  ):  # fmt: skip
-        assert text in output, output[-3000:]
-    # The secrets never show.
-    assert "KEY=old" not in output and "KEY=new" not in output
+        assert text in output, host["shows"]
+    # The secrets never show (in no case's output).
+    whole = host["result"].stdout + host["result"].stderr
+    assert "KEY=old" not in whole and "KEY=new" not in whole
 
 
-def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(
-    tmp_path, playbook, host
-):
-    _keep_snapshot(host, 1)  # nothing listens on port 1
-    result = _run(tmp_path, playbook, host, timeout=3)[0]
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "it did not become healthy either" in output, output[-3000:]
+def test_the_health_wait_reads_the_restored_config_and_reports_a_previous_state_that_stays_down(rolled_back):
+    host = rolled_back["stays_down"]  # nothing listens on port 1
+    assert host["failed"] is True
+    assert "it did not become healthy either" in host["output"], host["shows"]
 
 
-def test_without_health_the_message_says_what_came_back(tmp_path, playbook, host):
-    _keep_snapshot(host, 1)
-    result, calls = _run(tmp_path, playbook, host, health=False)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "config and unit and restarted them." in output, output[-3000:]
+def test_without_health_the_message_says_what_came_back(rolled_back):
+    host = rolled_back["without_health"]
+    output = host["output"]
+    assert host["failed"] is True
+    assert "config and unit and restarted them." in output, host["shows"]
     assert "healthy again" not in output and "healthy either" not in output
-    assert "systemctl restart svc" in calls
+    assert "systemctl restart svc" in host["calls"]
 
 
-def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(tmp_path, playbook, host):
-    result, calls = _run(tmp_path, playbook, host)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "There is no previous state to go back to (first install): svc.service is stopped." in output
+def test_without_a_snapshot_the_service_is_stopped_and_nothing_is_touched(rolled_back):
+    host = rolled_back["no_snapshot"]
+    calls = host["calls"]
+    assert host["failed"] is True
+    assert "There is no previous state to go back to (first install): svc.service is stopped." in host["output"]
     assert "systemctl stop svc" in calls and "systemctl restart svc" not in calls
     assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "2.0")
     assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/new\n"
 
 
-def test_a_snapshot_another_account_may_change_is_not_read_back(tmp_path, playbook, host, health_port):
+def test_a_snapshot_another_account_may_change_is_not_read_back(rolled_back):
     """Issue 28: the rollback checks the directory before root reads anything from it (inferops.llm.root_state)."""
-    _keep_snapshot(host, health_port)
-    host["snapshot"].parent.chmod(0o777)
-    result, calls = _run(tmp_path, playbook, host)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "another account can change it" in output and "lets its group or others write it" in output, output[-3000:]
+    host = rolled_back["writable_snapshot"]
+    output = host["output"]
+    assert host["failed"] is True
+    assert "another account can change it" in output and "lets its group or others write it" in output, host["shows"]
     assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "2.0")
     assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/new\n"
-    assert not [call for call in calls if call.startswith("systemctl") and "restart" in call]
+    assert not [call for call in host["calls"] if call.startswith("systemctl") and "restart" in call]
 
 
-def test_a_service_without_secrets_gets_its_files_and_environment_back(tmp_path, playbook, host, health_port):
+def test_a_service_without_secrets_gets_its_files_and_environment_back(rolled_back):
     """Ollama has no secrets: its lifecycle names no secrets_file, and the restore leaves secrets alone."""
-    _keep_snapshot(host, health_port)
-    (host["snapshot"] / "secrets.env").unlink()
-    result, calls = _run(tmp_path, playbook, host, secrets=False)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), output[-3000:]
+    host = rolled_back["no_secrets"]
+    assert host["failed"] is True
+    assert os.readlink(host["base"] / "install" / "current") == str(host["envs"] / "1.0"), host["shows"]
     assert (host["config"] / "svc.service").read_text() == "[Service]\nExecStart=/old\n"
     assert (host["config"] / "secrets.env").read_text() == "KEY=new\n"
-    assert "config and unit and restarted them: the service is healthy again" in output, output[-3000:]
-    assert "systemctl restart svc" in calls
+    assert "config and unit and restarted them: the service is healthy again" in host["output"], host["shows"]
+    assert "systemctl restart svc" in host["calls"]
 
 
 @pytest.mark.parametrize("role", ["vllm", "gateway", "ray", "ollama"])
