@@ -28,6 +28,10 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_INJECT_FACT_VARS := false
 export PATH := $(BIN):$(PATH)
 export NO_COLOR := 1
+# Python writes the bytecode of what it imports (into .venv, ansible-test's venvs, the checkout's __pycache__, all
+# ignored by git): with PYTHONDONTWRITEBYTECODE set, as on this project's machines, every ansible-playbook, pytest,
+# ansible-lint and Molecule process compiled ansible-core and the rest of what it imports again (issue 24).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help
 help: ## list the targets
@@ -98,9 +102,10 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # test files or the scripts they test imports Ansible.
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
 # The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
-# and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time): under
-# the oldest core the same task files run for real, on systemd, in the Molecule scenarios of COMPAT_SCENARIOS
-# (tests/bin/run-stages runs those with this core's ansible-playbook). Everything else that runs through
+# and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time when they
+# were left out, before each file's cases shared one ansible-playbook run): under the oldest core the same task
+# files run for real, on systemd, in the Molecule scenarios of COMPAT_SCENARIOS (tests/bin/run-stages runs those
+# with this core's ansible-playbook). Everything else that runs through
 # ansible-core (modules, filters, role templates and wiring, playbooks) runs.
 COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tests/unit/bin --ignore=tests/unit/scenarios \
   --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama --ignore=tests/unit/images \
