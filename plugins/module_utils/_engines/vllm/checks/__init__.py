@@ -41,20 +41,8 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.checks.
 from ansible_collections.inferops.llm.plugins.module_utils._engines.vllm.releases import VllmVersion, vllm_version
 
 
-def check_vllm(
-    *,
-    version: Any,
-    model: Any,
-    settings: Mapping[str, Any],
-    gpus: Sequence[Mapping[str, Any]],
-    repo: str = "",
-    model_format: str = "safetensors",
-    layout: Optional[Mapping[str, Any]] = None,
-    budget: Optional[Mapping[str, Any]] = None,
-    env: Optional[Mapping[str, Any]] = None,
-    driver: Optional[Mapping[str, Any]] = None,
-) -> List[Dict[str, Any]]:
-    """Every finding for one vLLM host.
+def check_vllm(*, version: Any, **inputs: Any) -> List[Dict[str, Any]]:
+    """Every finding for one vLLM host: check_release's inputs (keywords), with the version as text or VllmVersion.
 
     version: vllm_version, or the VllmVersion the plan resolved. model: ModelArchitecture (or its
     to_dict()). settings: resolved engine settings in `vllm serve` snake_case (max_model_len, max_num_seqs,
@@ -71,21 +59,8 @@ def check_vllm(
     context-length. env: the service environment. driver: {"version": "580.95.05", "cuda": None}
     (installed driver; cuda only for a build other than the default PyPI wheel).
     """
-    vv = version
-    if not isinstance(vv, VllmVersion):
-        vv = vllm_version(version)
-    return check_release(
-        vv,
-        model=model,
-        settings=settings,
-        gpus=gpus,
-        repo=repo,
-        model_format=model_format,
-        layout=layout,
-        budget=budget,
-        env=env,
-        driver=driver,
-    )
+    vv = version if isinstance(version, VllmVersion) else vllm_version(version)
+    return check_release(vv, **inputs)
 
 
 def check_release(
