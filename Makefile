@@ -99,14 +99,16 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # change what it does. So are the tests of what never runs through ansible-core: the developer scripts of tests/bin
 # (tests/unit/bin), the scripts the roles copy to a host, run there by its own Python (tests/unit/roles/*/files), and
 # the Molecule fixtures (tests/unit/scenarios) and the test images' zip-import cache (tests/unit/images); none of those
-# test files or the scripts they test imports Ansible.
+# test files or the scripts they test imports Ansible. The one exception, the Molecule strategy plugin's test
+# (tests/unit/scenarios/strategy), needs Mitogen, which only the toolchain has: the scenarios that use the plugin run
+# with the toolchain's ansible-core, never with the oldest.
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
 # The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
 # and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time when they
 # were left out, before each file's cases shared one ansible-playbook run): under the oldest core the same task
 # files run for real, on systemd, in the Molecule scenarios of COMPAT_SCENARIOS (tests/bin/run-stages runs those
-# with this core's ansible-playbook). Everything else that runs through
-# ansible-core (modules, filters, role templates and wiring, playbooks) runs.
+# with this core's ansible-playbook). Everything else that runs through ansible-core (modules, filters, role
+# templates and wiring, playbooks) runs.
 COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tests/unit/bin --ignore=tests/unit/scenarios \
   --ignore=tests/unit/roles/_common --ignore=tests/unit/roles/ollama --ignore=tests/unit/images \
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
