@@ -7,15 +7,9 @@ Rendered with the roles' own variables and Ansible's Templar (unit_render.py). s
 from __future__ import annotations
 
 import pytest
-from unit_render import directives, render_all
+from unit_render import directives, render_all, vllm_plan
 
-PLAN = {
-    "model": {"repo": "Qwen/Qwen3-8B", "revision": "b" * 40},
-    "layout": {"reason": "one GPU"},
-    "device": "cuda",
-    "service": {"config": {"model": "Qwen/Qwen3-8B"}, "environment": {}},
-    "environment": {},
-}
+PLAN = vllm_plan("cuda")
 RAY_CLUSTER = {
     "role": "head", "name": "c1", "node_rank": 0, "nnodes": 2, "head": "gpu-a", "head_address": "10.0.0.1",
     "ports": {"ray": 6379}, "ray_start": ["ray", "start", "--head", "--block"],

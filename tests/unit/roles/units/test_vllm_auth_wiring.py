@@ -7,15 +7,10 @@ tests/unit/roles/vllm/files/test_inferops_vllm_auth.py. The key stays in secrets
 from __future__ import annotations
 
 import pytest
-from unit_render import directives, render_all
+from unit_render import directives, render_all, vllm_plan
 
 KEY = "k3y-in-the-vault-7f3a"
-PLAN = {
-    "model": {"repo": "Qwen/Qwen3-8B", "revision": "b" * 40},
-    "layout": {"reason": "one GPU"},
-    "device": "cpu",
-    "service": {"config": {"model": "Qwen/Qwen3-8B"}, "environment": {}},
-}
+PLAN = vllm_plan("cpu")
 # (vllm_api_key, vllm_open_metrics) -> the environment the middleware adds, or None
 CASES = {
     "no-key": ("", False, None),

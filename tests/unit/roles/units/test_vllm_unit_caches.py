@@ -8,15 +8,10 @@ Rendered with the role's own variables and Ansible's Templar (unit_render.py).
 from __future__ import annotations
 
 import pytest
-from unit_render import directives, render_all
+from unit_render import directives, render_all, vllm_plan
 
 STATE_DIR = "/srv/vllm-state"
-PLAN = {
-    "model": {"repo": "Qwen/Qwen3-8B", "revision": "b" * 40},
-    "layout": {"reason": "one GPU"},
-    "device": "cpu",
-    "service": {"config": {"model": "Qwen/Qwen3-8B"}, "environment": {}},
-}
+PLAN = vllm_plan("cpu")
 CACHES = ("HOME", "XDG_CACHE_HOME", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR")
 RENDERED = render_all({"unit": ("vllm", "vllm.service.j2", {
     "inferops_plan": PLAN, "__vllm_service": PLAN["service"], "ansible_facts": {}, "vllm_state_dir": STATE_DIR,

@@ -65,3 +65,14 @@ def directives(text: str) -> dict:
             name, value = line.split("=", 1)
             found.setdefault(name, []).append(value)
     return found
+
+
+def vllm_plan(device: str = "cpu") -> dict:
+    """The smallest host plan the vllm role's unit renders from: one model at a pinned commit, its serve config."""
+    return {
+        "model": {"repo": "Qwen/Qwen3-8B", "revision": "b" * 40},
+        "layout": {"reason": "one GPU"},
+        "device": device,
+        "service": {"config": {"model": "Qwen/Qwen3-8B"}, "environment": {}},
+        "environment": {},
+    }
