@@ -100,8 +100,8 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # (tests/unit/bin), the scripts the roles copy to a host, run there by its own Python (tests/unit/roles/*/files), and
 # the Molecule fixtures (tests/unit/scenarios) and the test images' zip-import cache (tests/unit/images); none of those
 # test files or the scripts they test imports Ansible. The one exception, the Molecule strategy plugin's test
-# (tests/unit/scenarios/strategy), needs Mitogen, which only the toolchain has: the scenarios that use the plugin run
-# with the toolchain's ansible-core, never with the oldest.
+# (tests/unit/scenarios/strategy), imports Mitogen, which runs the same under both cores (`compat-env` installs it for
+# the ollama scenario, which runs under the oldest core with Mitogen).
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
 # The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
 # and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time when they
@@ -114,17 +114,19 @@ COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tes
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
 # The Molecule scenarios that run with the oldest core of COMPAT_CORES (its ansible-playbook first on PATH; the other
 # collections from the toolchain's venv): the ollama role's archive install, snapshot, drain and rollback through
-# _common, and the gateway's install from a lock with hashes (the uv pin) and its drain, on real systemd.
+# _common (with Mitogen), and the gateway's install from a lock with
+# hashes (the uv pin) and its drain, on real systemd (ansible-core's own linear strategy, its molecule.yml).
 COMPAT_SCENARIOS ?= ollama gateway
 COMPAT_VENV = $(VENV)-core-$(firstword $(COMPAT_CORES))
 export COMPAT_SCENARIOS COMPAT_VENV
 .PHONY: compat-env
+# Mitogen too: the COMPAT_SCENARIOS that do not name the linear strategy run with it (extensions/molecule/config.yml).
 compat-env: venv ## the venv of each core of COMPAT_CORES (one at a time: the compat stage and its scenarios share it)
 	@for core in $(COMPAT_CORES); do \
 	  env=$(VENV)-core-$$core; \
 	  flock $(VENV)-core.lock sh -c "{ test -x $$env/bin/python || $(UV) venv --quiet --python $(PYTHON) $$env; } && \
 	    $(UV) pip install --quiet --python $$env/bin/python ansible-core==$$core -r tests/requirements-compat.txt \
-	    $$(grep -E '^(pytest|pyyaml|jmespath|docker)==' tests/requirements-dev.txt | tr '\n' ' ')" || exit 1; \
+	    $$(grep -E '^(pytest|pyyaml|jmespath|docker|mitogen)==' tests/requirements-dev.txt | tr '\n' ' ')" || exit 1; \
 	done
 
 .PHONY: compat

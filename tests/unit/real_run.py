@@ -12,9 +12,25 @@ import sys
 import time
 from pathlib import Path
 
-# inferops.llm.preload (as in the Molecule scenarios): the collection's filters and actions imported once, before the
-# forks, not compiled again in every task's worker (about 0.3 s of CPU per task that calls one); it changes no result.
-PRELOAD = {"ANSIBLE_CALLBACKS_ENABLED": "inferops.llm.preload"}
+
+def _mitogen_strategies() -> dict[str, str]:
+    """Mitogen's own strategy plugins (the Molecule scenarios' executor, issue 24), where this Python has Mitogen (the
+    toolchain and `make compat-env` install it): one Python that stays up on the host runs every module of a play,
+    instead of a new one per task. tests/unit/roles took 267 CPU-s with ansible-core's linear strategy and 168 with
+    Mitogen's, one after the other on the 2-core development machine; the other unit tests' short playbooks gain
+    nothing and run as before. ansible-core's own executor runs the roles in the gateway and gpu_facts scenarios."""
+    try:
+        import ansible_mitogen  # optional: the tests run without it, under the linear strategy
+    except ImportError:
+        return {}
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
+            "ANSIBLE_STRATEGY": "mitogen_linear"}  # fmt: skip
+
+
+# The environment of the roles' real runs. inferops.llm.preload (as in the Molecule scenarios): the collection's filters
+# and actions imported once, before the forks, not compiled again in every task's worker (about 0.3 s of CPU per task
+# that calls one); it changes no result. Mitogen's executor, where installed (above).
+RUN_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "inferops.llm.preload", **_mitogen_strategies()}
 
 # A result line of the default callback: "ok: [host]", "changed: [host -> delegate]", "fatal: [host]: FAILED!",
 # "FAILED - RETRYING: [host]: ..."; the lines after it that start with a blank or a brace are its JSON result.

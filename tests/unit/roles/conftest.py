@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from real_run import PRELOAD, Runs
+from real_run import RUN_ENV, Runs
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,7 +57,7 @@ def _env(tmp_path: Path) -> dict:
     collections = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
     return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
                 ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-                NO_COLOR="1", **PRELOAD)  # fmt: skip
+                NO_COLOR="1", **RUN_ENV)  # fmt: skip
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from real_run import PRELOAD, by_host, recap, shown
+from real_run import RUN_ENV, by_host, recap, shown
 
 ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS = Path(os.environ.get("INFEROPS_COLLECTIONS", ROOT / "build" / "collections"))
@@ -215,7 +215,7 @@ def drained(tmp_path_factory, serve_module):
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **PRELOAD)  # fmt: skip
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **RUN_ENV)  # fmt: skip
     binary = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(binary), "-i", str(tmp_path / "inventory.json"), str(tmp_path / "play.yml")]
     try:
@@ -340,7 +340,7 @@ def test_a_driver_reboot_drains_through_the_engine_role_and_site_puts_it_back(tm
     (tmp_path / "vars.json").write_text(json.dumps(extra))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(tmp_path / "home"),
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # fmt: skip
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", **RUN_ENV)  # fmt: skip
     binary = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(binary), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), "-e",
             f"@{tmp_path / 'vars.json'}", "--tags", "driver"]  # fmt: skip

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from real_run import PRELOAD, by_host, recap
+from real_run import RUN_ENV, by_host, recap
 
 ROOT = Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "_common"
@@ -171,7 +171,7 @@ def rolled_back(tmp_path_factory, root_dir_module, serve_module):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **PRELOAD)  # fmt: skip
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_FORKS=str(len(CASES)), **RUN_ENV)  # fmt: skip
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
             str(tmp_path / "play.yml")]  # fmt: skip
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from real_run import shown
+from real_run import RUN_ENV, shown
 
 ROOT = Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "vllm"
@@ -42,7 +42,7 @@ def test_the_drain_key_comes_from_the_environment_or_the_secrets_file(tmp_path):
         ]
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
     env = dict(os.environ, ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), NO_COLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # fmt: skip
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", **RUN_ENV)  # fmt: skip
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
             "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")]  # fmt: skip
     result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
