@@ -4,7 +4,7 @@
 
 Public API (plain dicts in, plain dicts out; no Ansible imports):
 
-``ollama_budget(ollama_version, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
+``ollama_budget(version, era, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_architecture()``
   (or ``_model/gguf.py shape_from_gguf`` from the GGUF header itself, when the plan reads it) from the collection's
@@ -17,6 +17,8 @@ Public API (plain dicts in, plain dicts out; no Ansible imports):
   ``projector_bytes``: an mmproj file offloaded beside it.
 * ``settings``: resolved by ``_engines/ollama/settings.py`` (``resolve_ollama_settings``): the budget
   never picks a default; only num_gpu and num_batch, which Ollama itself sizes from memory, may be None.
+* ``version``, ``era``: the release tuple ``(0, 32, 9)`` that the settings parsed and its era
+  (``OllamaSettings.version``, ``OllamaSettings.era``).
 
 Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "per_gpu", "layers",
 "checks", "ollama_predicted_bytes"}`` where ``memory`` holds bytes and GiB (2^30) figures:
@@ -608,7 +610,8 @@ def _memory_summary(
 
 
 def ollama_budget(
-    ollama_version: str,
+    version: Tuple[int, int, int],
+    era: str,
     model: Mapping[str, Any],
     gpus: Sequence[Mapping[str, Any]],
     *,
@@ -620,10 +623,9 @@ def ollama_budget(
 
     settings: the resolved values (``_engines/ollama/settings.py`` resolve_ollama_settings(...).values):
     context_length, num_parallel, kv_cache_type, flash_attention, gpu_overhead_bytes, sched_spread, and
-    num_gpu / num_batch (None: Ollama sizes them from memory, as this budget does).
+    num_gpu / num_batch (None: Ollama sizes them from memory, as this budget does). version and era: the release as the
+    settings parsed it and its era (``OllamaSettings.version``, ``.era``).
     """
-    version = parse_version(ollama_version)
-    era = era_of(version)
     shape = dict(model)
     gpu_list = [dict(g) for g in gpus]
     checks: List[Dict[str, str]] = []

@@ -53,11 +53,14 @@ OLLAMA_SETTINGS: Tuple[Setting, ...] = (
 @dataclass
 class OllamaSettings:
     """values: what Ollama runs with; sources: inventory, default or what Ollama derived (in words);
-    checks: what the derivations mean for the user (``{id, severity, message}``)."""
+    checks: what the derivations mean for the user (``{id, severity, message}``); version and era: the release,
+    parsed once here, and its era (the budget takes both)."""
 
     values: Dict[str, Any] = field(default_factory=dict)
     sources: Dict[str, str] = field(default_factory=dict)
     checks: List[Dict[str, str]] = field(default_factory=list)
+    version: Tuple[int, int, int] = (0, 0, 0)
+    era: str = ""
 
 
 Checks = List[Dict[str, str]]
@@ -310,4 +313,4 @@ def resolve_ollama_settings(
         "gpu_overhead_bytes": int(gpu_overhead_bytes or 0),
         "sched_spread": bool(sched_spread),
     }
-    return OllamaSettings(values=values, sources=sources, checks=checks)
+    return OllamaSettings(values=values, sources=sources, checks=checks, version=version, era=era)
