@@ -106,7 +106,7 @@ def ollama_model_budget(
         gpu_overhead_bytes=int(requested.get("gpu_overhead_bytes") or 0),
         sched_spread=bool(requested.get("sched_spread")),
     )
-    budget = ollama_budget(version, shape, budget_gpus, weights_bytes=int(weights_bytes), settings=resolution.values)
+    budget = ollama_budget(resolution, shape, budget_gpus, weights_bytes=int(weights_bytes))
     budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
     budget["checks"] = resolution.checks + budget["checks"]
     budget["params"] = dict(entry.params) if entry is not None and config is None else None

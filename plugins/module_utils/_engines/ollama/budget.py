@@ -4,7 +4,7 @@
 
 Public API (plain dicts in, plain dicts out; no Ansible imports):
 
-``ollama_budget(ollama_version, model, gpus, *, weights_bytes, settings, projector_bytes=0) -> dict``
+``ollama_budget(resolution, model, gpus, *, weights_bytes, projector_bytes=0) -> dict``
 
 * ``model``: a ``GgufShape`` mapping (see ``GGUF_SHAPE_KEYS``), built by ``shape_from_architecture()``
   (or ``_model/gguf.py shape_from_gguf`` from the GGUF header itself, when the plan reads it) from the collection's
@@ -15,8 +15,10 @@ Public API (plain dicts in, plain dicts out; no Ansible imports):
 * ``weights_bytes``: the GGUF file size (all of it is counted on the GPUs that hold layers: the
   token embedding that llama.cpp keeps on the host is small and counting it errs on the safe side),
   ``projector_bytes``: an mmproj file offloaded beside it.
-* ``settings``: resolved by ``_engines/ollama/settings.py`` (``resolve_ollama_settings``): the budget
-  never picks a default; only num_gpu and num_batch, which Ollama itself sizes from memory, may be None.
+* ``resolution``: an ``OllamaSettings`` resolved by ``_engines/ollama/settings.py`` (``resolve_ollama_settings``)
+  for these GPUs: the values (the budget never picks a default; only num_gpu and num_batch, which Ollama
+  itself sizes from memory, may be None), the release tuple ``(0, 32, 9)`` parsed once and its era, and each
+  GPU's memory.
 
 Returns ``{"engine_version", "era", "settings", "setting_sources", "memory", "per_gpu", "layers",
 "checks", "ollama_predicted_bytes"}`` where ``memory`` holds bytes and GiB (2^30) figures:
@@ -52,6 +54,7 @@ What each Ollama version does (traced to ollama/ollama; see docs/ollama.md):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.units import GIB, MIB
@@ -148,6 +151,23 @@ RESOLVED_SETTINGS = (
 
 class OllamaBudgetError(ValueError):
     """Input that no Ollama version accepts; the message names the variable and the fix."""
+
+
+@dataclass
+class OllamaSettings:
+    """Every Ollama setting as ``settings.resolve_ollama_settings`` resolved it, what the budget takes.
+
+    values: what Ollama runs with; sources: inventory, default or what Ollama derived (in words); checks: what
+    the derivations mean for the user (``{id, severity, message}``); version and era: the release, parsed once
+    by the resolver, and its era; totals: each GPU's memory in bytes, in the order of the GPUs it was given.
+    """
+
+    values: Dict[str, Any] = field(default_factory=dict)
+    sources: Dict[str, str] = field(default_factory=dict)
+    checks: List[Dict[str, str]] = field(default_factory=list)
+    version: Tuple[int, int, int] = (0, 0, 0)
+    era: str = ""
+    totals: List[int] = field(default_factory=list)
 
 
 def parse_version(version: str) -> Tuple[int, int, int]:
@@ -547,14 +567,14 @@ def _offload(
     """How many layers go to the GPUs, and each GPU's share. num_gpu is passed as -ngl and obeyed; otherwise the
     engine fits layers, keeping a margin free (llama.cpp --fit: 1024 MiB; the older estimate: one spare layer)."""
     blocks = len(layers)
+    offloaded = blocks + 1
     if num_gpu is not None:
         offloaded = max(0, min(int(num_gpu), blocks + 1))
-        return offloaded, _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
     margin = FIT_TARGET_BYTES if era == "llama_server" else sum(layers[0]) if era == "estimate" else 0
-    offloaded = blocks + 1
     while True:
         per_gpu = _split(gpu_list, layers, output_bytes, compute, reserve, offloaded)
-        if offloaded == 0 or all(g["used_bytes"] + margin <= g["total_bytes"] for g in per_gpu):
+        fitted = all(g["used_bytes"] + margin <= g["total_bytes"] for g in per_gpu)
+        if num_gpu is not None or offloaded == 0 or fitted:
             return offloaded, per_gpu
         offloaded -= 1
 
@@ -608,22 +628,22 @@ def _memory_summary(
 
 
 def ollama_budget(
-    ollama_version: str,
+    resolution: OllamaSettings,
     model: Mapping[str, Any],
     gpus: Sequence[Mapping[str, Any]],
     *,
     weights_bytes: int,
-    settings: Mapping[str, Any],
     projector_bytes: int = 0,
 ) -> Dict[str, Any]:
     """The memory the pinned Ollama version will use; see the module docstring for the contract.
 
-    settings: the resolved values (``_engines/ollama/settings.py`` resolve_ollama_settings(...).values):
-    context_length, num_parallel, kv_cache_type, flash_attention, gpu_overhead_bytes, sched_spread, and
-    num_gpu / num_batch (None: Ollama sizes them from memory, as this budget does).
+    resolution: the settings of these GPUs as resolved (``_engines/ollama/settings.py`` resolve_ollama_settings):
+    its values (context_length, num_parallel, kv_cache_type, flash_attention, gpu_overhead_bytes, sched_spread,
+    and num_gpu / num_batch, None when Ollama sizes them from memory, as this budget does), the release and its
+    era, and the GPUs' memory.
     """
-    version = parse_version(ollama_version)
-    era = era_of(version)
+    version, era, totals = resolution.version, resolution.era, list(resolution.totals)
+    settings = resolution.values
     shape = dict(model)
     gpu_list = [dict(g) for g in gpus]
     checks: List[Dict[str, str]] = []
@@ -637,7 +657,6 @@ def ollama_budget(
     sched_spread = bool(settings.get("sched_spread"))
     num_gpu = settings.get("num_gpu")
     num_batch = settings.get("num_batch")
-    totals = [gpu_total(g) for g in gpu_list]
     reserve = CUDA_MINIMUM_BYTES + int(gpu_overhead_bytes)
 
     total_context = context_length * num_parallel

@@ -11,7 +11,6 @@ writes them as the server's environment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.inferops.llm.plugins.module_utils._core.settings import Setting
@@ -21,6 +20,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._engines.ollama.budge
     KV_BYTES_PER_ELEMENT,
     QWEN35_SUPPORT,
     OllamaBudgetError,
+    OllamaSettings,
     add_check,
     default_context_length,
     era_of,
@@ -48,16 +48,6 @@ OLLAMA_SETTINGS: Tuple[Setting, ...] = (
     Setting("gpu_overhead_bytes", "bytes", minimum=0),
     Setting("sched_spread", "bool"),
 )
-
-
-@dataclass
-class OllamaSettings:
-    """values: what Ollama runs with; sources: inventory, default or what Ollama derived (in words);
-    checks: what the derivations mean for the user (``{id, severity, message}``)."""
-
-    values: Dict[str, Any] = field(default_factory=dict)
-    sources: Dict[str, str] = field(default_factory=dict)
-    checks: List[Dict[str, str]] = field(default_factory=list)
 
 
 Checks = List[Dict[str, str]]
@@ -310,4 +300,4 @@ def resolve_ollama_settings(
         "gpu_overhead_bytes": int(gpu_overhead_bytes or 0),
         "sched_spread": bool(sched_spread),
     }
-    return OllamaSettings(values=values, sources=sources, checks=checks)
+    return OllamaSettings(values=values, sources=sources, checks=checks, version=version, era=era, totals=totals)

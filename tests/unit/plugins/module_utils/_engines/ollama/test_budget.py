@@ -15,9 +15,7 @@ from ansible_collections.inferops.llm.plugins.module_utils._model.catalogue impo
 def budget_of(version, shape, gpus, *, weights_bytes, projector_bytes=0, **inventory):
     """Inventory settings resolved as the plan does, then budgeted (resolution findings first)."""
     resolution = resolve_ollama_settings(version, shape, gpus, **inventory)
-    budget = ob.ollama_budget(
-        version, shape, gpus, weights_bytes=weights_bytes, settings=resolution.values, projector_bytes=projector_bytes
-    )
+    budget = ob.ollama_budget(resolution, shape, gpus, weights_bytes=weights_bytes, projector_bytes=projector_bytes)
     budget["setting_sources"] = {**resolution.sources, **budget["setting_sources"]}
     budget["checks"] = resolution.checks + budget["checks"]
     return budget
@@ -322,4 +320,6 @@ def test_coresidency_with_vllm_on_shared_gpus(qwen35_moe):
 def test_the_budget_never_picks_a_default():
     shape = {"architecture": "llama", "block_count": 2, "context_length": 4096}
     with pytest.raises(ob.OllamaBudgetError, match=r"takes resolved settings.*missing: context_length"):
-        ob.ollama_budget("0.30.0", shape, RTX_3090, weights_bytes=10**9, settings={})
+        ob.ollama_budget(
+            ob.OllamaSettings(version=(0, 30, 0), era="llama_server"), shape, RTX_3090, weights_bytes=10**9
+        )
