@@ -114,9 +114,9 @@ COMPAT_TESTS ?= tests/unit --ignore=tests/unit/plugins/module_utils --ignore=tes
   $(addprefix --ignore=,$(wildcard tests/unit/roles/*/files))
 # The Molecule scenarios that run with the oldest core of COMPAT_CORES (its ansible-playbook first on PATH; the other
 # collections from the toolchain's venv): the ollama role's archive install, snapshot, drain and rollback through
-# _common (with Mitogen), and the gateway's install from a lock with
-# hashes (the uv pin) and its drain, on real systemd (ansible-core's own linear strategy, its molecule.yml).
-COMPAT_SCENARIOS ?= ollama gateway
+# _common, the gateway's install from a lock with hashes (the uv pin) and its drain, on real systemd, both with
+# Mitogen; and model_download (the same install from a lock) under ansible-core's own linear strategy (its molecule.yml).
+COMPAT_SCENARIOS ?= ollama gateway model_download
 COMPAT_VENV = $(VENV)-core-$(firstword $(COMPAT_CORES))
 export COMPAT_SCENARIOS COMPAT_VENV
 .PHONY: compat-env

@@ -1,6 +1,6 @@
 """Which executor runs each Molecule scenario: Mitogen's (extensions/molecule/config.yml) except where a scenario's
 molecule.yml names ansible-core's own linear strategy, as users run the roles. One scenario does so under the newest
-core (gpu_facts) and one under the oldest (a scenario of the Makefile's COMPAT_SCENARIOS: gateway), so that both ends
+core (gpu_facts) and one under the oldest (a scenario of the Makefile's COMPAT_SCENARIOS: model_download), so that both ends
 of the supported range run the roles' task files through ansible-core's own executor."""
 
 from __future__ import annotations
@@ -32,6 +32,6 @@ def test_the_shared_config_runs_mitogen_unless_the_developer_asks_for_linear():
 
 def test_the_linear_strategy_runs_at_both_ends_of_the_supported_range():
     linear = {path.parent.name for path in SCENARIOS.glob("*/molecule.yml") if strategy(path.parent.name) == "linear"}
-    assert linear == {"gateway", "gpu_facts"}
-    assert "gateway" in compat_scenarios()
+    assert linear == {"model_download", "gpu_facts"}
+    assert "model_download" in compat_scenarios()
     assert "gpu_facts" not in compat_scenarios()
