@@ -1,7 +1,7 @@
 """Which executor runs each Molecule scenario: Mitogen's (extensions/molecule/config.yml) except where a scenario's
 molecule.yml names ansible-core's own linear strategy, as users run the roles. One scenario does so under the newest
-core (gpu_facts) and one under the oldest (a scenario of the Makefile's COMPAT_SCENARIOS: model_download), so that both ends
-of the supported range run the roles' task files through ansible-core's own executor."""
+core (gpu_facts) and one under the oldest (a scenario of the Makefile's COMPAT_SCENARIOS: model_download), so that
+both ends of the supported range run the roles' task files through ansible-core's own executor."""
 
 from __future__ import annotations
 
