@@ -101,7 +101,7 @@ units: venv ## unit tests (pytest); PYTEST_ARGS="-k name" picks tests
 # the Molecule fixtures (tests/unit/scenarios) and the test images' zip-import cache (tests/unit/images); none of those
 # test files or the scripts they test imports Ansible. The one exception, the Molecule strategy plugin's test
 # (tests/unit/scenarios/strategy), imports Mitogen, which runs the same under both cores (`compat-env` installs it for
-# the ollama scenario, which runs under the oldest core with Mitogen).
+# the ollama and gateway scenarios, which run under the oldest core with Mitogen).
 # They cost about 4 s of CPU and 27 s of a worker's wall time (the port probe's and watchdog's waits) per core.
 # The real-run tests of the roles' shared lifecycle (tests/unit/roles/_common: install, uv pin, snapshot, rollback, drain)
 # and of the Ollama layout (tests/unit/roles/ollama) are left out too (about 430 s of a worker's wall time when they

@@ -18,7 +18,8 @@ def _mitogen_strategies() -> dict[str, str]:
     toolchain and `make compat-env` install it): one Python that stays up on the host runs every module of a play,
     instead of a new one per task. tests/unit/roles took 267 CPU-s with ansible-core's linear strategy and 168 with
     Mitogen's, one after the other on the 2-core development machine; the other unit tests' short playbooks gain
-    nothing and run as before. ansible-core's own executor runs the roles in the gateway and gpu_facts scenarios."""
+    nothing and run as before. ansible-core's own executor runs the roles in the model_download and gpu_facts
+    scenarios."""
     try:
         import ansible_mitogen  # optional: the tests run without it, under the linear strategy
     except ImportError:
