@@ -137,6 +137,75 @@ def test_the_cpu_watch_reports_busy_share_and_time_with_an_idle_core(run_stages,
     assert "at least one core idle 33% of the time" in summary
 
 
+def test_idle_cores_average_the_newest_samples_that_cover_the_window(run_stages, tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+    stat.write_text(stat_line(0, 0))
+    monkeypatch.setattr(run_stages.os, "cpu_count", lambda: 2)
+    watch = run_stages.CpuWatch(every=3600, stat=stat)
+    assert watch.idle_cores(20) == 0.0  # nothing sampled yet: no room
+    # 10 s with both cores idle, then 10 s with one busy, then 10 s with both busy
+    for busy, idle in [(0, 2000), (1000, 3000), (3000, 3000)]:
+        stat.write_text(stat_line(busy, idle))
+        watch.take()
+    assert watch.idle_cores(10) == pytest.approx(0.0)
+    assert watch.idle_cores(20) == pytest.approx(0.5)
+    assert watch.idle_cores(30) == pytest.approx(1.0)
+    assert watch.idle_cores(40) == 0.0  # the samples do not cover 40 s
+
+
+class FixedIdle:
+    """A CpuWatch that always reports the same idle cores."""
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+
+    def idle_cores(self, window: float) -> float:
+        return self.idle
+
+
+def meminfo(tmp_path: Path, available_kib: int) -> Path:
+    path = tmp_path / "meminfo"
+    path.write_text(f"MemTotal:       25165824 kB\nMemFree:          100000 kB\nMemAvailable:   {available_kib} kB\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("idle", "available_gib", "admitted"),
+    [(1.2, 10, True), (0.5, 10, False), (1.2, 2, False)],
+    ids=["an idle core and memory", "busy cores", "too little memory"],
+)
+def test_the_room_admits_a_job_only_with_an_idle_core_and_memory(run_stages, tmp_path, idle, available_gib, admitted):
+    room = run_stages.Room(FixedIdle(idle), meminfo=meminfo(tmp_path, available_gib * 2**20))
+    why = room.admits()
+    assert (why is not None) == admitted
+    if admitted:
+        assert why == f"{idle:.1f} cores idle over the last 20 s, {available_gib:.1f} GiB of memory available"
+
+
+def test_the_room_waits_before_admitting_a_second_job(run_stages, tmp_path):
+    room = run_stages.Room(FixedIdle(2.0), settle=3600, meminfo=meminfo(tmp_path, 10 * 2**20))
+    assert room.admits() is not None
+    assert room.admits() is None  # the first job has not shown in the watch's figures yet
+    room.last_admitted -= 3600
+    assert room.admits() is not None
+
+
+def test_a_spare_worker_takes_a_ready_job_only_when_the_room_admits_it(run_stages, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_stages, "LOGS", tmp_path)
+    monkeypatch.setattr(run_stages.time, "sleep", lambda _s: None)
+    job = run_stages.Job("lint", ["true"], "stage")
+    answers = iter([None, None, "1.5 cores idle"])
+    room = type("Room", (), {"admits": lambda self: next(answers)})()
+    runner = run_stages.Runner([job], 1, 1, room)
+    assert runner.next_job(room) is job
+    assert job.status == "running"
+    assert "[lint] ==== taken by a spare worker: 1.5 cores idle" in capsys.readouterr().out
+
+
+def test_spare_workers_need_a_room(run_stages):
+    assert run_stages.Runner([], 2, 1).spare == 0
+
+
 def test_instance_names_are_the_platforms_of_the_scenario_or_of_the_base_config(run_stages):
     assert run_stages.instance_names("ray_cluster") == ["inferops-ray-head", "inferops-ray-w1"]
     assert run_stages.instance_names("nvidia_driver") == [
