@@ -12,7 +12,7 @@ from unit_render import directives, render_all, vllm_plan
 
 STATE_DIR = "/srv/vllm-state"
 PLAN = vllm_plan("cpu")
-CACHES = ("HOME", "XDG_CACHE_HOME", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR")
+CACHES = ("HOME", "XDG_CACHE_HOME", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "PYTHONPYCACHEPREFIX")
 RENDERED = render_all({"unit": ("vllm", "vllm.service.j2", {
     "inferops_plan": PLAN, "__vllm_service": PLAN["service"], "ansible_facts": {}, "vllm_state_dir": STATE_DIR,
 })})["unit"]  # fmt: skip

@@ -42,9 +42,9 @@ STUB = {
 
 
 def test_the_task_runs_python_directly_with_the_secrets_file_as_data():
-    assert ARGV[0].endswith("/bin/python") and ARGV[1] == "-c"
-    assert "sh" not in {Path(str(part)).name for part in ARGV[:2]}
-    assert ARGV[3] == "{{ _vllm_secrets_file }}"
+    assert ARGV[0].endswith("/bin/python") and ARGV[1:3] == ["-I", "-c"]
+    assert "sh" not in {Path(str(part)).name for part in ARGV[:3]}
+    assert ARGV[4] == "{{ _vllm_secrets_file }}"
 
 
 def test_values_with_shell_syntax_are_read_not_run(tmp_path):
@@ -55,7 +55,7 @@ def test_values_with_shell_syntax_are_read_not_run(tmp_path):
     secrets = tmp_path / "secrets.env"
     key = f"k3y$(touch {marker});`touch {marker}`&x"
     secrets.write_text(f"# managed\nVLLM_API_KEY={key}\nHF_TOKEN=hf-not-for-the-client\n")
-    code = ARGV[2]
+    code = ARGV[3]
     result = subprocess.run(
         [sys.executable, "-c", code, str(secrets), "--backend", "openai"],
         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
