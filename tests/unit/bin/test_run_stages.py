@@ -290,3 +290,10 @@ def test_a_compat_scenario_runs_with_the_oldest_cores_ansible_playbook(run_stage
         f"molecule destroy -s ollama PATH={venv}/bin COLLECTIONS={collections} STRATEGY=",
         f"molecule test -s ollama --destroy never PATH={venv}/bin COLLECTIONS={collections} STRATEGY=",
     ]
+
+
+def test_the_pace_is_the_cpu_time_of_the_fixed_loop(run_stages, monkeypatch):
+    monkeypatch.setattr(run_stages, "PACE_CODE", "sum(range(3 * 10**7))")
+    assert 0.05 < run_stages.pace() < 30
+    monkeypatch.setattr(run_stages, "PACE_CODE", "pass")
+    assert run_stages.pace() < 0.5
