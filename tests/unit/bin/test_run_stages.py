@@ -199,6 +199,7 @@ def test_a_spare_worker_takes_a_ready_job_only_when_the_room_admits_it(run_stage
     runner = run_stages.Runner([job], 1, 1, room)
     assert runner.next_job(room) is job
     assert job.status == "running"
+    assert next(answers, "asked no more") == "asked no more"  # refused twice, taken at the third ask
     assert "[lint] ==== taken by a spare worker: 1.5 cores idle" in capsys.readouterr().out
 
 
@@ -294,6 +295,6 @@ def test_a_compat_scenario_runs_with_the_oldest_cores_ansible_playbook(run_stage
 
 def test_the_pace_is_the_cpu_time_of_the_fixed_loop(run_stages, monkeypatch):
     monkeypatch.setattr(run_stages, "PACE_CODE", "sum(range(3 * 10**7))")
-    assert 0.05 < run_stages.pace() < 30
+    loop = run_stages.pace()
     monkeypatch.setattr(run_stages, "PACE_CODE", "pass")
-    assert run_stages.pace() < 0.5
+    assert loop > run_stages.pace() > 0
