@@ -1,11 +1,11 @@
 """No Python that root runs reads a service's bytecode cache.
 
-The vllm role compiles no bytecode at install: the service compiles what it imports into PYTHONPYCACHEPREFIX under
-its own state directory, which the service user can write. A Python that root runs with that environment would
-load the service user's bytecode as root. Two places give root the service's environment: a unit's `ExecStart*=+`
-lines (they run with full privileges and the unit's Environment=) and the role tasks that pass the service's
-environment (the benchmark). Each such Python runs isolated (`python -I`: every PYTHON* variable and the user's site
-directory ignored), and the tasks also leave the variable out.
+The vllm and gateway roles compile no bytecode at install: each service compiles what it imports into
+PYTHONPYCACHEPREFIX under its own state directory, which the service user can write. A Python that root runs with
+that environment would load the service user's bytecode as root. Two places give root the service's environment: a
+unit's `ExecStart*=+` lines (they run with full privileges and the unit's Environment=) and the role tasks that pass
+the service's environment (the benchmark). Each such Python runs isolated (`python -I`: every PYTHON* variable and
+the user's site directory ignored), and the tasks also leave the variable out.
 """
 
 from __future__ import annotations
