@@ -3,6 +3,7 @@
 The data (roles/_common/vars/main.yml, _common_uv_wheels, from PyPI's JSON) covers every role's default
 *_uv_version; the hashes and the requirement line the install writes are rendered with the role's own variables
 and Ansible's Templar (cases: uv_pin_cases.yml); pip installs from that line only a wheel of a listed hash.
+pip runs again only when the tools environment's `uv --version` does not name the pinned release.
 """
 
 from __future__ import annotations
@@ -131,3 +132,35 @@ def test_pip_installs_only_a_wheel_of_a_pinned_hash(tmp_path):
     accepted = install("stand-in")
     assert accepted.returncode == 0, accepted.stderr
     assert (tmp_path / "stand-in" / "uv_stand_in.py").exists()
+
+
+def uv_install_condition() -> str:
+    tasks = yaml.safe_load((ROOT / "roles/_common/tasks/install.yml").read_text())
+    return next(t for t in tasks if t["name"].startswith("Install uv into its tools environment"))["when"]
+
+
+# (what `uv --version` printed, its exit status) -> whether pip installs uv 0.13.9 again
+UV_FOUND = {
+    "the pinned release": ({"rc": 0, "stdout": "uv 0.13.9 (x86_64-unknown-linux-gnu)"}, False),
+    "the pinned release, no build line": ({"rc": 0, "stdout": "uv 0.13.9"}, False),
+    "another release": ({"rc": 0, "stdout": "uv 0.13.10 (x86_64-unknown-linux-gnu)"}, True),
+    "a release the pin starts with": ({"rc": 0, "stdout": "uv 0.13.9.1"}, True),
+    "no uv yet": ({"rc": 2, "msg": "[Errno 2] No such file or directory"}, True),
+    "uv that prints nothing": ({"rc": 1, "stdout": ""}, True),
+}
+UV_CONDITION = render_all(
+    {
+        name: (
+            "_common",
+            "expr:{{ (" + uv_install_condition() + ") | to_json }}",
+            {"_common_lifecycle": lifecycle(uv_version="0.13.9"), "__common_uv_found": found},
+        )
+        for name, (found, _install) in UV_FOUND.items()
+    }
+)
+
+
+@pytest.mark.parametrize("name", UV_FOUND)
+def test_pip_installs_uv_unless_the_tools_environment_has_the_pinned_release(name):
+    assert "text" in UV_CONDITION[name], UV_CONDITION[name].get("error")
+    assert json.loads(UV_CONDITION[name]["text"]) is UV_FOUND[name][1]

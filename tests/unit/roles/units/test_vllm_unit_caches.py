@@ -38,7 +38,7 @@ def unit() -> dict:
 
 @pytest.mark.parametrize("name", CACHES)
 def test_each_cache_is_under_the_writable_state_dir(name):
-    environment = dict(line.strip('"').split("=", 1) for line in unit().get("Environment", []))
+    environment = environment_of(RENDERED)
     assert environment[name] == STATE_DIR or environment[name].startswith(STATE_DIR + "/"), environment
     assert STATE_DIR in " ".join(unit()["ReadWritePaths"])
     assert unit()["PrivateTmp"] == ["yes"]
