@@ -1,6 +1,6 @@
 # Copyright: inferops.llm contributors
 # Apache License 2.0 (see LICENSE)
-"""LiteLLM callback of inferops.llm.gateway: 503 when no engine serves, drained engines, whole text chunks.
+"""LiteLLM callback of inferops.llm.gateway: 503 when no engine serves, drained or closed engines, whole text chunks.
 
 Three jobs, each a CustomLogger hook of LiteLLM 1.109.1:
 
@@ -14,6 +14,8 @@ Three jobs, each a CustomLogger hook of LiteLLM 1.109.1:
   health-check interval old) excluded the others, the others come back: a replica put back after its gate
   may still be marked down from its restart, and the next drained host must not leave the model empty.
   With every replica drained, the request fails at once with 503 ("drained").
+  The same filter then leaves out the engines that refuse connections (their port is closed: stopped, crashed,
+  restarting), while another candidate accepts (``reachable`` below).
 - ``async_post_call_streaming_iterator_hook``: a streamed legacy ``/v1/completions`` ends with a chunk whose
   ``text`` is a string. LiteLLM 1.109.1 rebuilds text-completion chunks from chat deltas
   (TextCompletionStreamWrapper.convert_to_text_completion_object: ``text = delta["content"]``), and the
@@ -33,9 +35,12 @@ client (LiteLLM's CustomLogger). Messages name the model and the cause, never a 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from typing import Any, Iterable, Optional
+import time
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from urllib.parse import urlsplit
 
 try:
     from fastapi import HTTPException
@@ -133,6 +138,69 @@ def route(model: str, healthy: list, everyone: Any, drained: frozenset) -> list:
     raise Drained(f"every engine of model {model!r} is drained: {', '.join(sorted(drained))}")
 
 
+# An engine whose port refuses connections is left out of a routing decision while another candidate accepts. LiteLLM
+# 1.109.1 picks again at random for each retry (simple-shuffle), and nothing takes a closed port out between the tries
+# of one request (a deployment rests only after more than allowed_fails failures in a minute, and never for an
+# "APIConnectionError": router_utils/cooldown_handlers.py, _is_cooldown_required): with one of two real vLLM engines
+# killed, 2 requests in the 59 s before it served again went to the closed port on all three tries and got 503. vLLM
+# binds its port before it builds the engine and listens only once it serves, so a start refuses too. A probe is one
+# TCP connection (closed at once, no request), at most one per engine every PROBE_TTL_S seconds; a probe that times
+# out (a slow network, a hung engine) counts as accepting: a hung engine is the health watchdog's (docs/rollback.md).
+# With every candidate refusing, LiteLLM's choice stands, and the failure hook answers 503.
+PROBE_TTL_S = 1.0
+PROBE_TIMEOUT_S = 0.5
+
+
+def endpoint(deployment: Any) -> Optional[Tuple[str, int]]:
+    """(host, port) of a deployment's api_base, or None where it names none."""
+    base = ((deployment or {}).get("litellm_params") or {}).get("api_base")
+    if not isinstance(base, str) or not base:
+        return None
+    try:
+        parts = urlsplit(base)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+class Probe:
+    """Whether an engine refuses connections, asked at most once every ``ttl`` seconds per address."""
+
+    def __init__(
+        self, ttl: float = PROBE_TTL_S, timeout: float = PROBE_TIMEOUT_S, clock: Callable[[], float] = time.monotonic
+    ):
+        self.ttl, self.timeout, self.clock = ttl, timeout, clock
+        self.seen: Dict[Tuple[str, int], Tuple[float, bool]] = {}
+
+    async def refusing(self, address: Tuple[str, int]) -> bool:
+        now = self.clock()
+        cached = self.seen.get(address)
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(*address), self.timeout)
+            writer.close()
+            refused = False
+        except asyncio.TimeoutError:
+            refused = False
+        except OSError:  # refused, no route to the host, a name that does not resolve
+            refused = True
+        self.seen[address] = (now, refused)
+        return refused
+
+
+async def reachable(deployments: list, probe: Probe) -> list:
+    """``deployments`` less those whose engine refuses connections; all of them where every one refuses."""
+    addresses = [endpoint(deployment) for deployment in deployments]
+    asked = sorted({address for address in addresses if address is not None})
+    if len(deployments) < 2 or not asked:
+        return deployments
+    refusing = dict(zip(asked, await asyncio.gather(*(probe.refusing(address) for address in asked))))
+    kept = [deployment for deployment, address in zip(deployments, addresses) if not refusing.get(address, False)]
+    return kept or deployments
+
+
 def _all_deployments(model: str) -> list:
     try:
         from litellm.proxy.proxy_server import llm_router
@@ -161,6 +229,8 @@ def well_formed(chunk: Any) -> Any:
 
 
 class InferopsErrors(CustomLogger):  # type: ignore[misc, valid-type]
+    probe = Probe()
+
     async def async_filter_deployments(
         self,
         model: str,
@@ -169,7 +239,8 @@ class InferopsErrors(CustomLogger):  # type: ignore[misc, valid-type]
         request_kwargs: Optional[dict] = None,
         parent_otel_span: Any = None,
     ) -> list:
-        return route(model, healthy_deployments, lambda: _all_deployments(model), drained_hosts(DRAIN_DIR))
+        kept = route(model, healthy_deployments, lambda: _all_deployments(model), drained_hosts(DRAIN_DIR))
+        return await reachable(kept, self.probe)
 
     async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any, request_data: dict):
         async for chunk in response:

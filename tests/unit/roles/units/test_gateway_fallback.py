@@ -196,3 +196,98 @@ def test_objects_are_mended_and_chat_chunks_left_alone():
         "choices": [{"index": 0, "delta": {"content": None}}],
     }
     assert hook.well_formed("data: [DONE]") == "data: [DONE]"
+
+
+def with_bases(pairs):
+    return [
+        {"model_info": {"id": ident}, "litellm_params": {"api_base": f"http://{host}:8000/v1"} if host else {}}
+        for ident, host in pairs
+    ]
+
+
+class TableProbe:
+    def __init__(self, refusing):
+        self.refusing_hosts, self.asked = set(refusing), []
+
+    async def refusing(self, address):
+        self.asked.append(address)
+        return address[0] in self.refusing_hosts
+
+
+@pytest.mark.parametrize("case", DRAIN_CASES["reachable"], ids=lambda case: case["name"])
+def test_engines_that_refuse_connections_get_no_request(case):
+    probe = TableProbe(case["refusing"])
+    kept = asyncio.run(hook.reachable(with_bases(case["deployments"]), probe))
+    assert [d["model_info"]["id"] for d in kept] == case["kept"]
+    # Each engine is asked once per routing decision, and never where there is no choice to make.
+    assert len(probe.asked) == len(set(probe.asked))
+    assert probe.asked == [] or len(case["deployments"]) > 1
+
+
+def test_the_probe_tells_a_closed_port_from_an_open_one_and_asks_again_after_its_ttl():
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, not listening: refused, as vLLM's port while it starts
+    now = [100.0]
+    probe = hook.Probe(ttl=1.0, timeout=2.0, clock=lambda: now[0])
+    open_address, closed_address = listening.getsockname(), closed.getsockname()
+
+    async def ask(address):
+        return await probe.refusing(address)
+
+    try:
+        assert asyncio.run(ask(open_address)) is False
+        assert asyncio.run(ask(closed_address)) is True
+        listening.close()
+        assert asyncio.run(ask(open_address)) is False  # within the TTL: the answer kept
+        now[0] += 1.0
+        assert asyncio.run(ask(open_address)) is True  # asked again: now closed
+    finally:
+        listening.close()
+        closed.close()
+
+
+def test_the_filter_hook_leaves_out_an_engine_whose_port_is_closed(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(hook, "DRAIN_DIR", str(tmp_path))
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    candidates = [
+        {
+            "model_info": {"id": "m@a"},
+            "litellm_params": {"api_base": f"http://127.0.0.1:{listening.getsockname()[1]}/v1"},
+        },
+        {
+            "model_info": {"id": "m@b"},
+            "litellm_params": {"api_base": f"http://127.0.0.1:{closed.getsockname()[1]}/v1"},
+        },
+    ]
+    try:
+        kept = asyncio.run(hook.InferopsErrors().async_filter_deployments("m", candidates, messages=None))
+    finally:
+        listening.close()
+        closed.close()
+    assert [d["model_info"]["id"] for d in kept] == ["m@a"]
+
+
+@pytest.mark.parametrize(
+    ("base", "address"),
+    [
+        ("http://gpu-1:8000/v1", ("gpu-1", 8000)),
+        ("https://engine.example/v1", ("engine.example", 443)),
+        ("http://10.0.0.5/v1", ("10.0.0.5", 80)),
+        ("", None),
+        ("http://:8000/v1", None),
+        ("http://gpu-1:port/v1", None),
+    ],
+)
+def test_the_probed_address_is_the_api_base_host_and_port(base, address):
+    assert hook.endpoint({"litellm_params": {"api_base": base}}) == address
