@@ -179,8 +179,8 @@ class Probe:
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
         try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(*address), self.timeout)
-            writer.close()
+            connection = await asyncio.wait_for(asyncio.open_connection(*address), self.timeout)
+            connection[1].close()  # (reader, writer): closing the writer closes the connection
             refused = False
         except asyncio.TimeoutError:
             refused = False
