@@ -144,9 +144,10 @@ def route(model: str, healthy: list, everyone: Any, drained: frozenset) -> list:
 # "APIConnectionError": router_utils/cooldown_handlers.py, _is_cooldown_required): with one of two real vLLM engines
 # killed, 2 requests in the 59 s before it served again went to the closed port on all three tries and got 503. vLLM
 # binds its port before it builds the engine and listens only once it serves, so a start refuses too. A probe is one
-# TCP connection (closed at once, no request), at most one per engine every PROBE_TTL_S seconds; a probe that times
-# out (a slow network, a hung engine) counts as accepting: a hung engine is the health watchdog's (docs/rollback.md).
-# With every candidate refusing, LiteLLM's choice stands, and the failure hook answers 503.
+# TCP connection (closed at once, no request), one per engine every PROBE_TTL_S seconds (a few more where requests
+# arrive together before the first probe answered: not deduplicated); a probe that times out (a slow network, a hung
+# engine) counts as accepting: a hung engine is the health watchdog's (docs/rollback.md). With every candidate
+# refusing, LiteLLM's choice stands, and the failure hook answers 503.
 PROBE_TTL_S = 1.0
 PROBE_TIMEOUT_S = 0.5
 
