@@ -193,7 +193,9 @@ def test_an_edited_header_is_refused(tmp_path, capsys, wheels):
     assert result["failed"] and "does not hold the key" in result["msg"]
 
 
-def test_a_missing_lock_without_the_index_names_the_variable(tmp_path, capsys, wheels):
+def test_a_missing_lock_without_the_index_names_the_variable(tmp_path, capsys, wheels, monkeypatch):
+    # The index is a closed port: uv's retries with backoff (3 by default) only add 10 s to the same failure.
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
     args = lock_args(
         tmp_path, wheels, index_url="https://user:s3cret@127.0.0.1:9/simple", find_links=[], uv=UV or "/nonexistent/uv"
     )

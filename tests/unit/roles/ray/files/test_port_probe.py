@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from script_loader import load_script
@@ -39,8 +40,12 @@ def test_listener_answers_until_stopped_and_the_check_names_the_closed_port(tmp_
         )
         assert [(e["host"], e["port"], e["name"]) for e in unreachable] == [("ws-b", closed_port, "Ray object manager")]
         assert unreachable[0]["error"]
-        port_probe.stop(str(pidfile))
-        assert listener.wait(timeout=10) == 0
+        # stop() waits until the pid is gone; the listener is this test's child, so it stays a zombie until reaped:
+        # reap it while stop() waits, as init does on a host.
+        with ThreadPoolExecutor(1) as pool:
+            stopped = pool.submit(port_probe.stop, str(pidfile))
+            assert listener.wait(timeout=10) == 0
+            assert stopped.result(timeout=10) == 0
         assert not pidfile.exists()
         assert port_probe.connect([f"ws-b,127.0.0.1,{open_port},Ray node manager"], 0)
     finally:
