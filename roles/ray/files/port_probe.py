@@ -40,10 +40,11 @@ def listen(ports: Sequence[int], seconds: float, pidfile: str) -> int:
         sock.setblocking(False)
         selector.register(sock, selectors.EVENT_READ)
         bound.append(port)
-    with open(pidfile, "w", encoding="utf-8") as handle:
-        handle.write(f"{os.getpid()}\n")
+    # The handler before the pidfile: a stop that reads the pid at once ends the loop, not the process by the signal.
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    with open(pidfile, "w", encoding="utf-8") as handle:
+        handle.write(f"{os.getpid()}\n")
     deadline = time.monotonic() + seconds
     while not stop and time.monotonic() < deadline:
         for key, _mask in selector.select(timeout=0.5):
