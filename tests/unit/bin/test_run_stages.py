@@ -233,6 +233,43 @@ def test_container_cpu_is_read_from_each_instance_cgroup(run_stages, tmp_path, m
     assert run_stages.container_cpu_seconds(["one", "two"]) == pytest.approx(4.0)
 
 
+@pytest.mark.parametrize(
+    ("containers", "state", "why"),
+    [
+        ("", None, None),
+        ("", "created: false\nconverged: false\n", None),
+        ("", "created: true\n", "a Molecule state of created instances"),
+        ("", "created: [\n", "an unreadable Molecule state"),
+        ("4f2a\n", None, "a container of its instances"),
+    ],
+    ids=["fresh", "destroyed by an earlier run", "instances gone, state left", "broken state", "a container left"],
+)
+def test_a_scenario_is_destroyed_first_only_where_an_earlier_run_left_something(
+    run_stages, tmp_path, monkeypatch, containers, state, why
+):
+    home = tmp_path / "home"
+    monkeypatch.setenv("ANSIBLE_HOME", str(home))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    if state is not None:
+        (home / "tmp" / "molecule.0Jir.ray_cluster").mkdir(parents=True)
+        (home / "tmp" / "molecule.0Jir.ray_cluster" / "state.yml").write_text(state)
+    # another scenario's state is not this one's
+    (home / "tmp" / "molecule.0Jir.vllm").mkdir(parents=True)
+    (home / "tmp" / "molecule.0Jir.vllm" / "state.yml").write_text("created: true\n")
+
+    def docker_ps(argv, **_kwargs):
+        assert argv[:4] == ["docker", "ps", "--all", "--quiet"]
+        assert argv[4:] == ["--filter=name=^/inferops-ray-head$", "--filter=name=^/inferops-ray-w1$"]
+        return run_stages.subprocess.CompletedProcess(argv, 0, stdout=containers, stderr="")
+
+    monkeypatch.setattr(run_stages.subprocess, "run", docker_ps)
+    found = run_stages.left_over("ray_cluster")
+    assert found == why or found.startswith(why)
+    steps = run_stages.scenario_steps("ray_cluster", destroy_first=found is not None)
+    assert steps.endswith("exec molecule test -s ray_cluster --destroy never")
+    assert steps.startswith("molecule destroy -s ray_cluster && ") == (why is not None)
+
+
 def test_a_job_records_its_exit_status_and_cpu_time(run_stages, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(run_stages, "LOGS", tmp_path)
     monkeypatch.setattr(run_stages, "TIMINGS", tmp_path)
