@@ -79,6 +79,8 @@ CASES = {
     "no_snapshot": {},
     "writable_snapshot": {"keep": "health", "parent_mode": 0o777},
     "no_secrets": {"keep": "health", "secrets": False},
+    # The health URL reads the restored unit's text (the gateway's --port), not the YAML config (port 1 there).
+    "unit_config": {"keep": "health", "config": "svc.service"},
 }
 
 
@@ -114,16 +116,17 @@ def _host(base: Path, fake_dir: Path) -> dict:
     return {"base": base, "envs": envs, "config": config, "snapshot": snapshot, "fake": fake, "log": log}
 
 
-def _keep_snapshot(host, port):
+def _keep_snapshot(host, port, in_unit=False):
     snapshot = host["snapshot"]
-    for name, text in (("serve.yaml", f"port: {port}\n"), ("svc.service", "[Service]\nExecStart=/old\n"),
+    unit = f"[Service]\nExecStart=/old --port {port}\n" if in_unit else "[Service]\nExecStart=/old\n"
+    for name, text in (("serve.yaml", f"port: {1 if in_unit else port}\n"), ("svc.service", unit),
                        ("secrets.env", "KEY=old\n")):  # fmt: skip
         (snapshot / name).write_text(text)
         (snapshot / name).chmod(0o600)
     (snapshot / "env").symlink_to(host["envs"] / "1.0")
 
 
-def _lifecycle_vars(host, health=True, timeout=20, secrets=True):
+def _lifecycle_vars(host, health=True, timeout=20, secrets=True, config="serve.yaml"):
     config = host["config"]
     lifecycle = {
         "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
@@ -140,8 +143,13 @@ def _lifecycle_vars(host, health=True, timeout=20, secrets=True):
     if health:
         # With a default: the entry point's argument check templates the mapping before the restore.
         port = "{{ (__common_restored_config | default({})).get('port', 0) }}"
+        if config != "serve.yaml":  # a unit's text
+            port = (
+                "{{ (__common_restored_config | default('')) | regex_search('--port (\\\\d+)', '\\\\1')"
+                " | default([0], true) | first }}"
+            )
         rollback["health"] = {"url": f"http://127.0.0.1:{port}/health",
-                              "config": "serve.yaml", "timeout": timeout, "interval": 1}  # fmt: skip
+                              "config": config, "timeout": timeout, "interval": 1}  # fmt: skip
     return {"test_lifecycle": lifecycle, "test_rollback": rollback, "test_fake": str(host["fake"])}
 
 
@@ -154,12 +162,12 @@ def rolled_back(tmp_path_factory, root_dir_module, serve_module):
     for name, case in CASES.items():
         host = _host(root_dir_module("test-rollback-"), tmp_path / name)
         if "keep" in case:
-            _keep_snapshot(host, health_port if case["keep"] == "health" else case["keep"])
+            _keep_snapshot(host, health_port if case["keep"] == "health" else case["keep"], "config" in case)
         if "parent_mode" in case:
             host["snapshot"].parent.chmod(case["parent_mode"])
         if case.get("secrets") is False:
             (host["snapshot"] / "secrets.env").unlink()
-        options = {key: case[key] for key in ("health", "timeout", "secrets") if key in case}
+        options = {key: case[key] for key in ("health", "timeout", "secrets", "config") if key in case}
         inventory[name] = _lifecycle_vars(host, **options)
         hosts[name] = dict(host, health_port=health_port)
     tasks = tmp_path / "roles" / "caller" / "tasks"
@@ -262,6 +270,14 @@ def test_a_service_without_secrets_gets_its_files_and_environment_back(rolled_ba
     assert (host["config"] / "secrets.env").read_text() == "KEY=new\n"
     assert "config and unit and restarted them: the service is healthy again" in host["output"], host["shows"]
     assert "systemctl restart svc" in host["calls"]
+
+
+def test_a_restored_file_that_is_not_yaml_reaches_the_health_url_as_its_text(rolled_back):
+    """The gateway's port is in its restored unit's ExecStart (--port), which the health URL reads as text."""
+    host = rolled_back["unit_config"]
+    assert host["failed"] is True
+    assert (host["config"] / "svc.service").read_text() == f"[Service]\nExecStart=/old --port {host['health_port']}\n"
+    assert "config and unit and restarted them: the service is healthy again" in host["output"], host["shows"]
 
 
 @pytest.mark.parametrize("role", ["vllm", "gateway", "ray", "ollama"])
