@@ -80,7 +80,7 @@ CASES = {
     "writable_snapshot": {"keep": "health", "parent_mode": 0o777},
     "no_secrets": {"keep": "health", "secrets": False},
     # The health URL reads the restored unit's text (the gateway's --port), not the YAML config (port 1 there).
-    "unit_config": {"keep": "health", "config": "svc.service"},
+    "unit_config": {"keep": "health", "health_config": "svc.service"},
 }
 
 
@@ -126,7 +126,7 @@ def _keep_snapshot(host, port, in_unit=False):
     (snapshot / "env").symlink_to(host["envs"] / "1.0")
 
 
-def _lifecycle_vars(host, health=True, timeout=20, secrets=True, config="serve.yaml"):
+def _lifecycle_vars(host, health=True, timeout=20, secrets=True, health_config="serve.yaml"):
     config = host["config"]
     lifecycle = {
         "name": "Svc", "service": "svc", "install_dir": str(host["base"] / "install"), "version": "2.0",
@@ -143,13 +143,13 @@ def _lifecycle_vars(host, health=True, timeout=20, secrets=True, config="serve.y
     if health:
         # With a default: the entry point's argument check templates the mapping before the restore.
         port = "{{ (__common_restored_config | default({})).get('port', 0) }}"
-        if config != "serve.yaml":  # a unit's text
+        if health_config != "serve.yaml":  # a unit's text
             port = (
-                "{{ (__common_restored_config | default('')) | regex_search('--port (\\\\d+)', '\\\\1')"
-                " | default([0], true) | first }}"
+                "{{ (__common_restored_config | default('')) | regex_findall('--port ([0-9]+)')"
+                " | first | default(0, true) }}"
             )
         rollback["health"] = {"url": f"http://127.0.0.1:{port}/health",
-                              "config": config, "timeout": timeout, "interval": 1}  # fmt: skip
+                              "config": health_config, "timeout": timeout, "interval": 1}  # fmt: skip
     return {"test_lifecycle": lifecycle, "test_rollback": rollback, "test_fake": str(host["fake"])}
 
 
@@ -162,12 +162,12 @@ def rolled_back(tmp_path_factory, root_dir_module, serve_module):
     for name, case in CASES.items():
         host = _host(root_dir_module("test-rollback-"), tmp_path / name)
         if "keep" in case:
-            _keep_snapshot(host, health_port if case["keep"] == "health" else case["keep"], "config" in case)
+            _keep_snapshot(host, health_port if case["keep"] == "health" else case["keep"], "health_config" in case)
         if "parent_mode" in case:
             host["snapshot"].parent.chmod(case["parent_mode"])
         if case.get("secrets") is False:
             (host["snapshot"] / "secrets.env").unlink()
-        options = {key: case[key] for key in ("health", "timeout", "secrets", "config") if key in case}
+        options = {key: case[key] for key in ("health", "timeout", "secrets", "health_config") if key in case}
         inventory[name] = _lifecycle_vars(host, **options)
         hosts[name] = dict(host, health_port=health_port)
     tasks = tmp_path / "roles" / "caller" / "tasks"
@@ -276,8 +276,8 @@ def test_a_restored_file_that_is_not_yaml_reaches_the_health_url_as_its_text(rol
     """The gateway's port is in its restored unit's ExecStart (--port), which the health URL reads as text."""
     host = rolled_back["unit_config"]
     assert host["failed"] is True
-    assert (host["config"] / "svc.service").read_text() == f"[Service]\nExecStart=/old --port {host['health_port']}\n"
     assert "config and unit and restarted them: the service is healthy again" in host["output"], host["shows"]
+    assert (host["config"] / "svc.service").read_text() == f"[Service]\nExecStart=/old --port {host['health_port']}\n"
 
 
 @pytest.mark.parametrize("role", ["vllm", "gateway", "ray", "ollama"])
